@@ -1,0 +1,27 @@
+# The two commands of the README. Each creates .venv and installs what it needs on first use.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+# CPU wheel by default; on a GPU machine: make run TORCH_SPEC="torch" (or a CUDA index pin)
+TORCH_SPEC ?= torch==2.13.0
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+ARGS ?=
+PYTEST_ARGS ?=
+
+.PHONY: run test install clean
+run: $(STAMP)
+	$(BIN)/evalsuite run --task recall --model linear $(ARGS)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install "$(TORCH_SPEC)"
+	$(BIN)/pip install -e ".[dev]"
+	touch $(STAMP)
+
+clean:
+	rm -rf $(VENV) results test-artifacts .pytest_cache

@@ -1,0 +1,168 @@
+"""Command line: ``evalsuite run | list | report``.
+
+Exit status: 0 success, 1 a run that failed or diverged (the store says why), 2 bad input.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from evalsuite import __version__
+
+
+class BadInput(click.ClickException):
+    """Bad usage or input: one message, exit status 2, no traceback."""
+
+    exit_code = 2
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="evalsuite")
+def main() -> None:
+    """evalsuite: does your sequence mixer actually remember?"""
+
+
+def _resolve_or_exit(**kwargs) -> dict:
+    from evalsuite import config as cfg
+
+    try:
+        return cfg.resolve(**kwargs)
+    except cfg.ConfigError as exc:
+        raise BadInput(str(exc)) from None
+
+
+@main.command()
+@click.option("--task", required=True, help="task name (see `evalsuite list tasks`)")
+@click.option("--model", required=True, help="model name (see `evalsuite list models`)")
+@click.option("--feature-map", default=None, help="feature map for linear models: name, package.module:Attr or file.py:Attr")
+@click.option("--preset", default="default", show_default=True, help="named preset (see `evalsuite list presets`)")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="override a config value, e.g. --set train.lr=0.001 (a bare key works when unambiguous)")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0))
+@click.option("--device", default="auto", show_default=True, type=click.Choice(["auto", "cpu", "cuda"]))
+@click.option("--store", "store_path", default=None, type=click.Path(dir_okay=False),
+              help="SQLite results store [default: results/evalsuite.db or $EVALSUITE_STORE]")
+@click.option("--out", default="results/reports", show_default=True, type=click.Path(file_okay=False),
+              help="folder for the HTML report")
+@click.option("--force", is_flag=True, help="train again even if the store holds this run")
+@click.option("--no-report", is_flag=True, help="skip the HTML report")
+def run(task, model, feature_map, preset, overrides, seed, device, store_path, out, force, no_report):
+    """Train MODEL on TASK, print a summary, record it in the store and write its report."""
+    from evalsuite import environment
+    from evalsuite.pipeline import execute
+    from evalsuite.store import Store
+
+    config = _resolve_or_exit(task=task, model=model, preset=preset, overrides=overrides,
+                              feature_map=feature_map, seed=seed)
+    try:
+        dev = environment.resolve_device(device)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    store = Store(store_path)
+    click.echo(f"evalsuite run: {model} on {task} (preset {preset}, seed {seed}, device {dev})", err=True)
+    result = execute(config, device=device, store=store, force=force)
+    report = None
+    if not no_report:
+        from evalsuite.reports import builder
+
+        report = builder.write([_as_report_run(result)], Path(out) / f"{result.run_id}.html",
+                               title=f"evalsuite: {model} on {task}")
+    click.echo(_summary(result, store.path, report))
+    if not result.ok:
+        sys.exit(1)
+
+
+def _as_report_run(result) -> dict:
+    return {"run_id": result.run_id, "config": result.config, "status": result.status, "metrics": result.metrics,
+            "error": result.error, "env": result.env, "history": result.history}
+
+
+def _summary(result, store_path, report) -> str:
+    m = result.metrics
+    model = result.config["model"]
+    name = model["name"] + (f" ({model['feature_map']})" if model.get("feature_map") else "")
+    rows = [("run", result.run_id + ("  (cached: already in the store; --force retrains)" if result.cached else "")),
+            ("task / model", f"{result.config['task']['name']} / {name}"),
+            ("status", result.status)]
+    if result.error:
+        rows.append(("error", result.error.strip().splitlines()[0]))
+    if "accuracy" in m:
+        rows += [("test accuracy", f"{m['accuracy']:.4f}"), ("val accuracy", f"{m['val_accuracy']:.4f}"),
+                 ("test loss", f"{m['loss']:.4f}"),
+                 ("steps", f"{m['steps']} ({m['steps_per_s']:.0f} steps/s)")]
+    if "wall_time_s" in m:
+        rows.append(("wall time", f"{m['wall_time_s']:.1f} s"))
+    if "parameters" in m:
+        rows += [("parameters", f"{m['parameters']:,}"),
+                 ("state size", f"{m['state_size']:,} floats per sequence at T={m['seq_len']} "
+                                f"({m['state_size'] * 4 / 1024:.1f} KiB in fp32)")]
+    rows.append(("store", str(store_path)))
+    if report is not None:
+        rows.append(("report", str(report)))
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+LISTABLE = ("tasks", "models", "feature-maps", "presets")
+
+
+@main.command(name="list")
+@click.argument("what", required=False, type=click.Choice(LISTABLE))
+def list_(what):
+    """List tasks, models, feature maps or presets (all of them when WHAT is omitted)."""
+    for kind in ([what] if what else LISTABLE):
+        click.echo(f"{kind}:")
+        for line in _listing(kind):
+            click.echo(f"  {line}")
+
+
+def _fields(model_cls) -> str:
+    return ", ".join(f"{name}={f.default!r}" for name, f in model_cls.model_fields.items())
+
+
+def _first_line(obj) -> str:
+    lines = (obj.__doc__ or "").strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def _listing(kind: str) -> list[str]:
+    from evalsuite import config as cfg
+    from evalsuite import models, tasks
+    from evalsuite.models import feature_maps
+
+    if kind == "tasks":
+        return [f"{name:<14} {cls.description}\n{'':<17}params: {_fields(cls.Params)}\n"
+                f"{'':<17}presets: {', '.join(cls.presets) or '-'}" for name, cls in tasks.TASKS.items()]
+    if kind == "models":
+        return [f"{name:<14} {_first_line(cls)}"
+                + (f"\n{'':<17}options: {_fields(cls.Options)}" if cls.Options.model_fields else "")
+                for name, cls in models.MODELS.items()]
+    if kind == "feature-maps":
+        return [f"{name:<14} {_first_line(cls)}"
+                for name, cls in feature_maps.FEATURE_MAPS.items()]
+    return [f"{name:<14} {p['description']}" for name, p in cfg.PRESETS.items()]
+
+
+@main.command()
+@click.option("--store", "store_path", default=None, type=click.Path(dir_okay=False), help="results store to read")
+@click.option("-o", "--output", default="results/report.html", show_default=True, type=click.Path(dir_okay=False))
+def report(store_path, output):
+    """Write a self-contained HTML report of every run in the store."""
+    from evalsuite.reports import builder
+    from evalsuite.store import Store
+
+    store = Store(store_path)
+    if not store.path.exists():
+        raise BadInput(f"--store: no results store at {store.path}; run `evalsuite run ...` first")
+    df = store.load()
+    runs = [{"run_id": r.run_id, "config": r.config, "status": r.status, "error": r.error, "env": r.env,
+             "metrics": store.get(r.run_id)["metrics"], "history": store.history(r.run_id).to_dict("records")}
+            for r in df.itertuples()]
+    path = builder.write(runs, output, title=f"evalsuite report: {len(runs)} runs")
+    click.echo(str(path))
+
+
+if __name__ == "__main__":
+    main()

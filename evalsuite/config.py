@@ -1,0 +1,234 @@
+"""Typed run configuration: sections ``task``, ``model`` and ``train``, presets, overrides, run ids.
+
+A run's identity is the hash of its canonical configuration (every default filled in, keys
+sorted) together with its seed; the store caches and resumes by it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Iterable, Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evalsuite import models as model_zoo
+from evalsuite import tasks as task_zoo
+from evalsuite.registry import UnknownName
+
+SECTIONS = ("task", "model", "train")
+
+
+class ConfigError(ValueError):
+    """Invalid user input; the message names the parameter and what is allowed."""
+
+
+class ModelConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    d_model: int = Field(64, ge=1, description="model width")
+    n_layers: int = Field(2, ge=1, description="number of blocks")
+    n_heads: int = Field(1, ge=1, description="heads per mixer; must divide d_model")
+    feature_map: str | None = Field(None, description="feature map for linear mixers (name, module:Attr or file.py:Attr)")
+
+
+class TrainConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    lr: float = Field(1e-3, gt=0, le=10, description="peak learning rate (AdamW)")
+    weight_decay: float = Field(0.1, ge=0, description="AdamW weight decay on matrices")
+    batch_size: int = Field(64, ge=1, description="examples per step")
+    epochs: float = Field(1.0, gt=0, description="passes over the training split")
+    num_train: int = Field(10_000, ge=1, description="training examples")
+    num_val: int = Field(500, ge=1, description="validation examples (early stopping)")
+    num_test: int = Field(1_000, ge=1, description="test examples (the reported accuracy)")
+    warmup_frac: float = Field(0.05, ge=0, lt=1, description="fraction of steps spent warming up the learning rate")
+    grad_clip: float = Field(1.0, ge=0, description="gradient-norm clip; 0 disables")
+    eval_every: int = Field(100, ge=1, description="steps between validation passes")
+    patience: int = Field(0, ge=0, description="validation passes without improvement before stopping; 0 disables")
+    target_accuracy: float = Field(1.0, gt=0, le=1, description="stop once validation accuracy reaches this")
+    precision: Literal["auto", "fp32", "bf16"] = Field("auto", description="auto: bf16 autocast on CUDA, fp32 on CPU")
+
+
+# Named presets: model and train settings; each task adds its own parameters of the same name.
+PRESETS: dict[str, dict[str, Any]] = {
+    "default": {
+        "description": "about a minute on a laptop CPU; softmax learns the task",
+        "model": dict(d_model=64, n_layers=2, n_heads=1, conv_kernel=4),
+        "train": dict(lr=3e-3, batch_size=64, num_train=40_000, epochs=2, eval_every=50, target_accuracy=0.995),
+    },
+    "tiny": {
+        "description": "seconds; for tests and smoke checks",
+        "model": dict(d_model=32, n_layers=1, n_heads=1, conv_kernel=4),
+        "train": dict(lr=3e-3, batch_size=32, num_train=256, num_val=64, num_test=64, epochs=1, eval_every=4),
+    },
+    "zoology": {
+        "description": "Zoology figure 2 protocol (2 layers, 1 head, no MLP, no convolution); GPU scale",
+        "model": dict(d_model=64, n_layers=2, n_heads=1, conv_kernel=0, positions="learned"),
+        "train": dict(lr=1e-3, batch_size=64, num_train=100_000, num_test=3_000, epochs=64, eval_every=1000),
+    },
+}
+
+
+def _format_validation(section: str, err: ValidationError) -> str:
+    parts = []
+    for e in err.errors():
+        loc = ".".join(str(x) for x in e["loc"])
+        where = f"{section}.{loc}" if loc else section
+        if e["type"] == "extra_forbidden":
+            parts.append(f"{where}: unknown key")
+        else:
+            parts.append(f"{where}: {e['msg']} (got {e.get('input')!r})")
+    return "; ".join(parts)
+
+
+def parse_value(text: str) -> Any:
+    """``--set`` values: JSON where it parses (numbers, true/false, null, lists), else the string."""
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, ValueError):
+        return text
+
+
+def _task_class(name: str):
+    try:
+        cls = task_zoo.TASKS.get(name)
+    except UnknownName as exc:
+        raise ConfigError(f"--task: {exc}") from None
+    if not (isinstance(cls, type) and issubclass(cls, task_zoo.Task)):
+        raise ConfigError(f"--task: {name!r} is not a Task subclass")
+    return cls
+
+
+def _mixer_class(name: str):
+    try:
+        return model_zoo.mixer_class(name)
+    except UnknownName as exc:
+        raise ConfigError(f"--model: {exc}") from None
+    except TypeError as exc:
+        raise ConfigError(f"--model: {exc}") from None
+
+
+def section_keys(task: str, model: str) -> dict[str, set[str]]:
+    """Every key each section accepts, for the given task and model."""
+    mixer = _mixer_class(model)
+    return {
+        "task": set(_task_class(task).Params.model_fields),
+        "model": set(ModelConfig.model_fields) | set(model_zoo.BackboneOptions.model_fields) | set(mixer.Options.model_fields),
+        "train": set(TrainConfig.model_fields),
+    }
+
+
+def apply_overrides(sections: dict[str, dict], overrides: Iterable[str] | Mapping[str, Any], keys: dict[str, set[str]]) -> None:
+    """Apply ``section.key=value`` (or an unambiguous bare ``key=value``) in place."""
+    if isinstance(overrides, Mapping):
+        items = list(overrides.items())
+    else:  # command-line strings: parse the values
+        items = [(k, parse_value(v)) for k, v in map(_split_assignment, overrides)]
+    for key, value in items:
+        section, _, name = key.rpartition(".")
+        if section:
+            if section not in SECTIONS:
+                raise ConfigError(f"--set {key}: unknown section {section!r}; use one of {', '.join(SECTIONS)}")
+            if name not in keys[section]:
+                raise ConfigError(f"--set {key}: unknown key {name!r} in section {section!r}; valid keys: "
+                                  f"{', '.join(sorted(keys[section]))}")
+        else:
+            owners = [s for s in SECTIONS if name in keys[s]]
+            if not owners:
+                valid = ", ".join(f"{s}.{k}" for s in SECTIONS for k in sorted(keys[s]))
+                raise ConfigError(f"--set {key}: unknown key; valid keys: {valid}")
+            if len(owners) > 1:
+                raise ConfigError(f"--set {key}: ambiguous, it is a key of {' and '.join(owners)}; "
+                                  f"write {' or '.join(f'{s}.{name}' for s in owners)}")
+            section = owners[0]
+        sections[section][name] = value
+
+
+def _split_assignment(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"--set {text!r}: expected KEY=VALUE, e.g. --set train.lr=0.001")
+    return key.strip(), value.strip()
+
+
+def resolve(task: str, model: str, *, preset: str = "default", overrides: Iterable[str] | Mapping[str, Any] = (),
+            feature_map: str | None = None, seed: int = 0) -> dict:
+    """Validated, canonical configuration: ``{"task": {...}, "model": {...}, "train": {...}, "seed": n}``.
+
+    Raises ``ConfigError`` (naming the parameter and the allowed values) on any invalid input."""
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ConfigError(f"--seed: must be a non-negative integer, got {seed!r}")
+    task_cls, mixer_cls = _task_class(task), _mixer_class(model)
+    if preset not in PRESETS:
+        raise ConfigError(f"--preset: unknown preset {preset!r}; available: {', '.join(PRESETS)}")
+    sections = {
+        "task": dict(task_cls.presets.get(preset, {})),
+        "model": dict(PRESETS[preset].get("model", {})),
+        "train": dict(PRESETS[preset].get("train", {})),
+    }
+    if feature_map is not None:
+        sections["model"]["feature_map"] = feature_map
+    apply_overrides(sections, overrides, section_keys(task, model))
+
+    try:
+        task_obj = task_cls(**sections["task"])
+    except ValidationError as err:
+        raise ConfigError(_format_validation("task", err)) from None
+    except ValueError as err:
+        raise ConfigError(f"task {task!r}: {err}") from None
+
+    model_fields = {k: v for k, v in sections["model"].items() if k in ModelConfig.model_fields}
+    options = {k: v for k, v in sections["model"].items() if k not in ModelConfig.model_fields}
+    try:
+        model_cfg = ModelConfig(**model_fields)
+        backbone, mixer_opts = model_zoo.split_options(model, options)
+    except ValidationError as err:
+        raise ConfigError(_format_validation("model", err)) from None
+    if backbone.positions == "learned" and backbone.max_len is None:
+        backbone = backbone.model_copy(update={"max_len": task_obj.seq_len})
+    model_section = {"name": model, **model_cfg.model_dump(), **backbone.model_dump(), **mixer_opts.model_dump()}
+    _check_model_builds(model_section, task_obj.vocab_size, mixer_cls)
+
+    try:
+        train_cfg = TrainConfig(**sections["train"])
+    except ValidationError as err:
+        raise ConfigError(_format_validation("train", err)) from None
+
+    return {
+        "task": {"name": task, **task_obj.params.model_dump()},
+        "model": model_section,
+        "train": train_cfg.model_dump(),
+        "seed": seed,
+    }
+
+
+def _check_model_builds(model_section: dict, vocab_size: int, mixer_cls) -> None:
+    """Build the model without allocating memory to surface constraints (divisibility, maps)."""
+    import torch
+
+    fmap = model_section["feature_map"]
+    if fmap is not None and not mixer_cls.uses_feature_map:
+        raise ConfigError(f"model.feature_map: model {model_section['name']!r} uses no feature map (got {fmap!r})")
+    try:
+        with torch.device("meta"):
+            build_model(model_section, vocab_size)
+    except UnknownName as exc:
+        raise ConfigError(f"--feature-map: {exc}") from None
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"model: {exc}") from None
+
+
+def build_model(model_section: dict, vocab_size: int):
+    opts = {k: v for k, v in model_section.items() if k not in ("name", *ModelConfig.model_fields)}
+    return model_zoo.build(model_section["name"], vocab_size=vocab_size, d_model=model_section["d_model"],
+                           n_layers=model_section["n_layers"], n_heads=model_section["n_heads"],
+                           feature_map=model_section["feature_map"], **opts)
+
+
+def canonical_json(config: dict) -> str:
+    return json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def run_id(config: dict) -> str:
+    """Identity of a run: hash of the canonical config, which includes the seed."""
+    return hashlib.sha256(canonical_json(config).encode()).hexdigest()[:16]

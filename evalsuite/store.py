@@ -1,0 +1,138 @@
+"""Results store: one SQLite file (WAL mode) with a row per run and its per-step metrics.
+
+The default path is ``results/evalsuite.db`` under the working directory, or ``$EVALSUITE_STORE``.
+Nothing is created until the first write, so refused input leaves no file behind.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import pandas as pd
+
+STATUSES = ("running", "done", "failed", "diverged")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id      TEXT PRIMARY KEY,
+    task        TEXT NOT NULL,
+    model       TEXT NOT NULL,
+    feature_map TEXT,
+    seed        INTEGER NOT NULL,
+    status      TEXT NOT NULL,
+    config      TEXT NOT NULL,
+    metrics     TEXT NOT NULL DEFAULT '{}',
+    error       TEXT,
+    env         TEXT NOT NULL DEFAULT '{}',
+    started_at  REAL NOT NULL,
+    finished_at REAL
+);
+CREATE TABLE IF NOT EXISTS steps (
+    run_id TEXT NOT NULL,
+    step   INTEGER NOT NULL,
+    name   TEXT NOT NULL,
+    value  REAL,
+    PRIMARY KEY (run_id, step, name)
+);
+"""
+
+
+def default_path() -> Path:
+    return Path(os.environ.get("EVALSUITE_STORE", "results/evalsuite.db"))
+
+
+class Store:
+    def __init__(self, path: str | os.PathLike | None = None):
+        self.path = Path(path) if path is not None else default_path()
+
+    @contextmanager
+    def connect(self, create: bool = True) -> Iterator[sqlite3.Connection]:
+        if create:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=60)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA busy_timeout=60000")
+            conn.executescript(SCHEMA)
+            with conn:  # one transaction
+                yield conn
+        finally:
+            conn.close()
+
+    def start(self, run_id: str, config: dict, env: dict) -> None:
+        with self.connect() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO runs (run_id, task, model, feature_map, seed, status, config, env, started_at)"
+                " VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?)",
+                (run_id, config["task"]["name"], config["model"]["name"], config["model"].get("feature_map"),
+                 config["seed"], json.dumps(config, sort_keys=True), json.dumps(env), time.time()))
+            conn.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
+
+    def finish(self, run_id: str, status: str, metrics: dict, error: str | None,
+               history: list[dict[str, Any]]) -> None:
+        if status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
+        rows = [(run_id, int(h["step"]), k, _finite_or_none(v)) for h in history for k, v in h.items() if k != "step"]
+        with self.connect() as conn:
+            conn.execute("UPDATE runs SET status = ?, metrics = ?, error = ?, finished_at = ? WHERE run_id = ?",
+                         (status, json.dumps(metrics), error, time.time(), run_id))
+            conn.executemany("INSERT OR REPLACE INTO steps VALUES (?, ?, ?, ?)", rows)
+
+    def get(self, run_id: str) -> dict | None:
+        if not self.path.exists():
+            return None
+        with self.connect(create=False) as conn:
+            conn.row_factory = sqlite3.Row
+            row = conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return _decode(dict(row)) if row else None
+
+    def history(self, run_id: str) -> pd.DataFrame:
+        """Per-step metrics of one run, one row per step."""
+        if not self.path.exists():
+            return pd.DataFrame()
+        with self.connect(create=False) as conn:
+            df = pd.read_sql_query("SELECT step, name, value FROM steps WHERE run_id = ? ORDER BY step", conn,
+                                   params=(run_id,))
+        if df.empty:
+            return df
+        return df.pivot(index="step", columns="name", values="value").reset_index()
+
+    def load(self) -> pd.DataFrame:
+        """One row per run; metrics become columns (``accuracy``, ``loss``, ...)."""
+        columns = ["run_id", "task", "model", "feature_map", "seed", "status", "error", "started_at",
+                   "finished_at", "config", "env"]
+        if not self.path.exists():
+            return pd.DataFrame(columns=columns)
+        with self.connect(create=False) as conn:
+            conn.row_factory = sqlite3.Row
+            rows = [_decode(dict(r)) for r in conn.execute("SELECT * FROM runs ORDER BY started_at")]
+        if not rows:
+            return pd.DataFrame(columns=columns)
+        metrics = pd.DataFrame([r.pop("metrics") for r in rows])
+        base = pd.DataFrame(rows)[columns]
+        return pd.concat([base, metrics.drop(columns=[c for c in metrics if c in base], errors="ignore")], axis=1)
+
+
+def _decode(row: dict) -> dict:
+    for key in ("config", "metrics", "env"):
+        if key in row and isinstance(row[key], str):
+            row[key] = json.loads(row[key])
+    return row
+
+
+def _finite_or_none(value) -> float | None:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if value == value and abs(value) != float("inf") else None
+
+
+def load(path: str | os.PathLike | None = None) -> pd.DataFrame:
+    """All runs in the store at ``path`` (default: ``results/evalsuite.db``) as a DataFrame."""
+    return Store(path).load()

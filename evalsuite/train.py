@@ -1,0 +1,201 @@
+"""Training and evaluation of one run: data from a task, a model from the zoo, metrics out.
+
+Loss and logits are computed only at graded positions: the hidden states there are gathered
+before the output head, which dominates the cost at large vocabularies.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import math
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+
+from evalsuite import config as cfg
+from evalsuite import tasks as task_zoo
+from evalsuite.tasks import IGNORE, Batch
+
+SPLITS = {"train": 0, "val": 1, "test": 2}
+
+
+class Diverged(RuntimeError):
+    pass
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    config: dict
+    status: str  # done | failed | diverged
+    metrics: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    history: list[dict[str, float]] = field(default_factory=list)
+    env: dict[str, Any] = field(default_factory=dict)
+    model: torch.nn.Module | None = field(default=None, repr=False)
+    cached: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "done"
+
+
+def split_seed(seed: int, split: str) -> int:
+    """Train, validation and test data of every run seed come from disjoint generator seeds."""
+    return 3 * seed + SPLITS[split]
+
+
+def autocast_for(device: torch.device, precision: str):
+    if precision == "bf16" or (precision == "auto" and device.type == "cuda"):
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def graded_loss(model, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Cross-entropy over graded positions only; returns (loss, predictions, targets) there."""
+    mask = batch.targets != IGNORE
+    hidden = model.hidden(batch.inputs)[mask]
+    logits = model.head(hidden).float()
+    targets = batch.targets[mask]
+    return F.cross_entropy(logits, targets), logits.argmax(-1), targets
+
+
+@torch.no_grad()
+def evaluate(model, data: Batch, device: torch.device, precision: str = "auto", batch_size: int = 256) -> dict:
+    """Position-level accuracy and mean loss over the graded positions of ``data``."""
+    was_training = model.training
+    model.eval()
+    correct = total = 0
+    loss_sum = 0.0
+    for start in range(0, len(data), batch_size):
+        batch = data[start:start + batch_size].to(device)
+        with autocast_for(device, precision):
+            loss, pred, target = graded_loss(model, batch)
+        correct += int((pred == target).sum())
+        total += target.numel()
+        loss_sum += float(loss) * target.numel()
+    model.train(was_training)
+    return {"accuracy": correct / max(total, 1), "loss": loss_sum / max(total, 1)}
+
+
+def _lr_lambda(total_steps: int, warmup_frac: float) -> Callable[[int], float]:
+    warmup = int(total_steps * warmup_frac)
+
+    def factor(step: int) -> float:  # linear warm-up, then cosine down to 10%
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = (step - warmup) / max(1, total_steps - warmup)
+        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
+
+    return factor
+
+
+def _optimizer(model, train: dict, device: torch.device) -> torch.optim.Optimizer:
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": train["weight_decay"]}, {"params": no_decay, "weight_decay": 0.0}]
+    extra = {"fused": True} if device.type == "cuda" else {"foreach": True}
+    return torch.optim.AdamW(groups, lr=train["lr"], betas=(0.9, 0.98), **extra)
+
+
+def train_step(model, optimizer, batch: Batch, grad_clip: float, autocast) -> float:
+    """One optimisation step on the graded positions of ``batch``; returns the loss."""
+    with autocast:
+        loss, _, _ = graded_loss(model, batch)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if grad_clip > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    return loss.detach().item()
+
+
+def train_run(config: dict, device: torch.device, progress: bool | None = None) -> RunResult:
+    """Train and test one validated configuration. Failures are returned, not raised."""
+    run_id = cfg.run_id(config)
+    result = RunResult(run_id=run_id, config=config, status="running")
+    start = time.perf_counter()
+    try:
+        _train(config, device, result, progress)
+        result.status = "done"
+    except Diverged as exc:
+        result.status, result.error = "diverged", str(exc)
+    except Exception as exc:  # recorded in the store; the caller decides the exit status
+        result.status = "failed"
+        result.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"
+    result.metrics["wall_time_s"] = time.perf_counter() - start
+    return result
+
+
+def _train(config: dict, device: torch.device, result: RunResult, progress: bool | None) -> None:
+    train, seed = config["train"], config["seed"]
+    torch.manual_seed(seed)
+    task_params = {k: v for k, v in config["task"].items() if k != "name"}
+    task = task_zoo.get(config["task"]["name"], **task_params)
+    data = {split: task.generate(train[f"num_{split}"], split_seed(seed, split)) for split in SPLITS}
+    model = cfg.build_model(config["model"], task.vocab_size).to(device)
+    result.model = model
+    seq_len = task.seq_len
+    result.metrics.update(parameters=model.num_parameters(), state_size=model.state_size(seq_len),
+                          seq_len=seq_len)
+
+    batches_per_epoch = max(1, len(data["train"]) // train["batch_size"])
+    total_steps = max(1, int(round(train["epochs"] * batches_per_epoch)))
+    optimizer = _optimizer(model, train, device)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(total_steps, train["warmup_frac"]))
+    shuffle = torch.Generator().manual_seed(seed)
+    show = sys.stderr.isatty() if progress is None else progress
+    bar = _progress_bar(total_steps, show, f"{config['model']['name']} on {config['task']['name']}")
+
+    best = {"accuracy": -1.0, "step": 0, "state": None}
+    evals_without_gain = 0
+    step, loss_value = 0, float("nan")
+    order = torch.empty(0, dtype=torch.long)
+    model.train()
+    train_start = time.perf_counter()
+    while step < total_steps:
+        if step % batches_per_epoch == 0:
+            order = torch.randperm(len(data["train"]), generator=shuffle)
+        i = step % batches_per_epoch
+        batch = data["train"][order[i * train["batch_size"]:(i + 1) * train["batch_size"]]].to(device)
+        loss_value = train_step(model, optimizer, batch, train["grad_clip"], autocast_for(device, train["precision"]))
+        schedule.step()
+        step += 1
+        if not math.isfinite(loss_value):
+            raise Diverged(f"training loss became {loss_value} at step {step}")
+        bar.update(1)
+
+        if step % train["eval_every"] == 0 or step == total_steps:
+            val = evaluate(model, data["val"], device, train["precision"])
+            result.history.append({"step": step, "train_loss": loss_value, "val_loss": val["loss"],
+                                   "val_accuracy": val["accuracy"], "lr": schedule.get_last_lr()[0]})
+            bar.set_postfix(loss=f"{loss_value:.3f}", val_acc=f"{val['accuracy']:.3f}")
+            if val["accuracy"] > best["accuracy"]:
+                best = {"accuracy": val["accuracy"], "step": step, "state": copy.deepcopy(model.state_dict())}
+                evals_without_gain = 0
+            else:
+                evals_without_gain += 1
+            if val["accuracy"] >= train["target_accuracy"]:
+                break
+            if train["patience"] and evals_without_gain >= train["patience"]:
+                break
+    bar.close()
+    train_time = time.perf_counter() - train_start
+
+    if best["state"] is not None:
+        model.load_state_dict(best["state"])  # report the checkpoint that validated best
+    test = evaluate(model, data["test"], device, train["precision"])
+    result.metrics.update(
+        accuracy=test["accuracy"], loss=test["loss"], val_accuracy=best["accuracy"], best_step=best["step"],
+        steps=step, train_loss=loss_value, train_time_s=train_time, steps_per_s=step / max(train_time, 1e-9))
+
+
+def _progress_bar(total: int, show: bool, desc: str):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, disable=not show, desc=desc, leave=False, dynamic_ncols=True)

@@ -1,0 +1,147 @@
+"""The language-model backbone every mixer plugs into.
+
+token embedding (+ optional learned positions) -> n_layers x [pre-norm mixer block, optional
+pre-norm MLP block] -> final norm -> output head tied to the embedding. An optional short causal
+depthwise convolution runs before each mixer (the Based/DeltaNet recipe that makes small models
+learn recall quickly).
+"""
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+import torch
+import torch.nn.functional as F
+from pydantic import BaseModel, ConfigDict, Field
+from torch import nn
+
+
+class MixerOptions(BaseModel):
+    """Options specific to one mixer; subclasses add fields."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class BackboneOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    positions: Literal["learned", "none"] = Field("learned", description="learned absolute positions, or none (order comes from the convolution)")
+    max_len: int | None = Field(None, ge=1, description="longest sequence for learned positions (default: the task's seq_len)")
+    mlp_ratio: float = Field(0.0, ge=0, description="MLP hidden size / d_model; 0 disables the MLP")
+    conv_kernel: int = Field(4, ge=0, le=16, description="short causal depthwise convolution before each mixer; 0 disables")
+
+
+class Mixer(nn.Module):
+    """Maps ``x [B, T, d_model]`` to ``[B, T, d_model]`` causally.
+
+    Subclasses set ``Options`` (their own settings) and implement ``forward`` and
+    ``state_size(seq_len)``: the exact number of floats kept per sequence to decode the next token."""
+
+    Options: ClassVar[type[MixerOptions]] = MixerOptions
+    uses_feature_map: ClassVar[bool] = False
+
+    def __init__(self, d_model: int, n_heads: int, options: MixerOptions, feature_map=None):
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+        self.d_model, self.n_heads, self.head_dim = d_model, n_heads, d_model // n_heads
+        self.options = options
+
+    def split_heads(self, x):  # [B, T, H*d] -> [B, H, T, d]
+        B, T, _ = x.shape
+        return x.view(B, T, self.n_heads, -1).transpose(1, 2)
+
+    @staticmethod
+    def merge_heads(x):  # [B, H, T, d] -> [B, T, H*d]
+        B, H, T, d = x.shape
+        return x.transpose(1, 2).reshape(B, T, H * d)
+
+    def state_size(self, seq_len: int) -> int:
+        raise NotImplementedError
+
+
+class ShortConv(nn.Module):
+    """Causal depthwise convolution over time; keeps kernel-1 past inputs when decoding."""
+
+    def __init__(self, d_model: int, kernel: int):
+        super().__init__()
+        self.kernel = kernel
+        self.conv = nn.Conv1d(d_model, d_model, kernel, groups=d_model, padding=kernel - 1)
+
+    def forward(self, x):
+        T = x.shape[1]
+        return self.conv(x.transpose(1, 2))[..., :T].transpose(1, 2)
+
+
+class Block(nn.Module):
+    def __init__(self, d_model: int, mixer: Mixer, conv_kernel: int, mlp_ratio: float):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d_model)
+        self.conv = ShortConv(d_model, conv_kernel) if conv_kernel else None
+        self.mixer = mixer
+        hidden = int(round(mlp_ratio * d_model))
+        self.mlp = None
+        if hidden:
+            self.norm2 = nn.LayerNorm(d_model)
+            self.mlp = nn.Sequential(nn.Linear(d_model, hidden), nn.GELU(), nn.Linear(hidden, d_model))
+
+    def forward(self, x):
+        h = self.norm1(x)
+        if self.conv is not None:
+            h = self.conv(h)
+        x = x + self.mixer(h)
+        if self.mlp is not None:
+            x = x + self.mlp(self.norm2(x))
+        return x
+
+    def state_size(self, seq_len: int) -> int:
+        conv = (self.conv.kernel - 1) * self.mixer.d_model if self.conv is not None else 0
+        return self.mixer.state_size(seq_len) + conv
+
+
+class LanguageModel(nn.Module):
+    def __init__(self, vocab_size: int, d_model: int, mixers: list[Mixer], backbone: BackboneOptions):
+        super().__init__()
+        self.vocab_size, self.d_model = vocab_size, d_model
+        self.backbone = backbone
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.pos = None
+        if backbone.positions == "learned":
+            if backbone.max_len is None:
+                raise ValueError("positions='learned' needs max_len (the longest sequence the model will see)")
+            self.pos = nn.Embedding(backbone.max_len, d_model)
+        self.blocks = nn.ModuleList(Block(d_model, m, backbone.conv_kernel, backbone.mlp_ratio) for m in mixers)
+        self.norm = nn.LayerNorm(d_model)
+        self.apply(_init_weights)
+
+    def hidden(self, inputs: torch.Tensor) -> torch.Tensor:
+        """Final-norm hidden states ``[n, T, d_model]``; ``head`` turns them into logits."""
+        x = self.embed(inputs)
+        if self.pos is not None:
+            T = inputs.shape[1]
+            if T > self.pos.num_embeddings:
+                raise ValueError(f"sequence length {T} exceeds the {self.pos.num_embeddings} learned positions "
+                                 f"this model was built with; use model.positions=none to test length extrapolation")
+            x = x + self.pos.weight[:T]
+        for block in self.blocks:
+            x = block(x)
+        return self.norm(x)
+
+    def head(self, h: torch.Tensor) -> torch.Tensor:
+        return F.linear(h, self.embed.weight)  # tied output head
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        return self.head(self.hidden(inputs))
+
+    def state_size(self, seq_len: int) -> int:
+        """Floats kept per sequence to decode the token after ``seq_len`` tokens, all layers."""
+        return sum(block.state_size(seq_len) for block in self.blocks)
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+def _init_weights(module):
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(module.weight, std=0.02)
+    if isinstance(module, nn.Linear) and module.bias is not None:
+        nn.init.zeros_(module.bias)

@@ -1,0 +1,23 @@
+"""Task generators. ``names()`` lists them, ``get(name, **params)`` builds one."""
+from __future__ import annotations
+
+from evalsuite.registry import Registry
+
+TASKS = Registry("task", builtin_modules=["evalsuite.tasks.recall"])
+
+from .base import IGNORE, Batch, Task, TaskParams  # noqa: E402
+
+
+def names() -> list[str]:
+    return TASKS.names()
+
+
+def get(name: str, **params) -> Task:
+    """Build a task from a name or reference, validating ``params``."""
+    cls = TASKS.get(name)
+    if not (isinstance(cls, type) and issubclass(cls, Task)):
+        raise TypeError(f"{name!r} is not a Task subclass")
+    return cls(**params)
+
+
+__all__ = ["TASKS", "Batch", "IGNORE", "Task", "TaskParams", "get", "names"]

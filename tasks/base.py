@@ -1,0 +1,114 @@
+"""What every task is: validated parameters in, a reproducible `Batch` out."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+import torch
+from pydantic import BaseModel, ConfigDict
+
+IGNORE = -100  # target value at positions that are not graded
+
+
+class TaskParams(BaseModel):
+    """Base for a task's parameters: unknown keys are errors, values are checked on assignment."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=True)
+
+
+@dataclass
+class Batch:
+    """``inputs``/``targets`` are ``torch.long [n, T]``; ``meta`` holds per-example tensors ``[n]``."""
+
+    inputs: torch.Tensor
+    targets: torch.Tensor
+    meta: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return self.inputs.shape[0]
+
+    def __getitem__(self, index) -> "Batch":
+        return Batch(self.inputs[index], self.targets[index], {k: v[index] for k, v in self.meta.items()})
+
+    def to(self, device) -> "Batch":
+        return Batch(self.inputs.to(device, non_blocking=True), self.targets.to(device, non_blocking=True),
+                     {k: v.to(device) for k, v in self.meta.items()})
+
+
+class Task:
+    """A task family. Subclasses set ``name``, ``Params``, ``presets`` and implement ``_generate``."""
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    Params: ClassVar[type[TaskParams]] = TaskParams
+    # preset name -> parameter overrides; "default" must fit a laptop CPU
+    presets: ClassVar[dict[str, dict]] = {}
+
+    def __init__(self, **params):
+        self.params = self.Params(**params)
+        self.check()
+
+    # --- to override -------------------------------------------------------------------------
+    def check(self) -> None:
+        """Raise ``ValueError`` naming the parameter when the combination is impossible."""
+
+    @property
+    def vocab_size(self) -> int:
+        return self.params.vocab_size
+
+    @property
+    def seq_len(self) -> int:
+        return self.params.seq_len
+
+    def _generate(self, n: int, rng: np.random.Generator) -> Batch:
+        raise NotImplementedError
+
+    # --- shared ------------------------------------------------------------------------------
+    def generate(self, n: int, seed: int) -> Batch:
+        """``n`` examples; the same seed and parameters give identical tensors."""
+        if n < 1:
+            raise ValueError(f"n must be a positive number of examples, got {n}")
+        return self._generate(int(n), np.random.default_rng(np.random.SeedSequence([int(seed), _stable_hash(self.name)])))
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params.model_dump().items())
+        return f"{type(self).__name__}({args})"
+
+
+def _stable_hash(text: str) -> int:
+    # Python's hash() is salted per process; streams must not depend on it.
+    return int.from_bytes(text.encode()[:8].ljust(8, b"\0"), "little")
+
+
+def sample_distinct(rng: np.random.Generator, n: int, k: int, low: int, high: int) -> np.ndarray:
+    """``n`` rows of ``k`` distinct integers from ``[low, high)``, uniformly, without a per-row loop."""
+    size = high - low
+    if k > size:
+        raise ValueError(f"cannot draw {k} distinct values from a range of {size}")
+    if k * k < size:  # collisions are rare: draw with replacement and redraw the rows that collide
+        out = rng.integers(low, high, size=(n, k))
+        while True:
+            s = np.sort(out, axis=1)
+            bad = np.flatnonzero((s[:, 1:] == s[:, :-1]).any(axis=1))
+            if bad.size == 0:
+                return out
+            out[bad] = rng.integers(low, high, size=(bad.size, k))
+    # dense case: argsort of uniform noise is a uniform permutation; take its first k
+    rows = []
+    step = max(1, (1 << 24) // size)  # bound memory to ~16M floats per chunk
+    for start in range(0, n, step):
+        m = min(step, n - start)
+        rows.append(np.argsort(rng.random((m, size)), axis=1)[:, :k] + low)
+    return np.concatenate(rows)
+
+
+def weighted_sample_distinct(rng: np.random.Generator, n: int, k: int, weights: np.ndarray) -> np.ndarray:
+    """``n`` rows of ``k`` distinct indices drawn one after another with probability ~ ``weights``.
+
+    Efraimidis-Spirakis: the top-k of ``log(u) / w`` has the same law as successive weighted
+    draws without replacement (what ``numpy.random.choice(replace=False, p=...)`` does)."""
+    keys = np.log(rng.random((n, weights.size))) / weights
+    idx = np.argpartition(-keys, k - 1, axis=1)[:, :k]
+    order = np.argsort(-np.take_along_axis(keys, idx, axis=1), axis=1)
+    return np.take_along_axis(idx, order, axis=1)

@@ -1,0 +1,93 @@
+import textwrap
+
+import pytest
+import torch
+
+import evalsuite
+from evalsuite import config as cfg
+from evalsuite.store import Store, load
+from evalsuite.train import split_seed
+
+BAD_MIXERS = textwrap.dedent('''
+    import torch
+    from evalsuite.models import Mixer
+
+    class NanMixer(Mixer):
+        """Outputs NaN: the run must be recorded as diverged."""
+        def __init__(self, d_model, n_heads, options, feature_map=None):
+            super().__init__(d_model, n_heads, options)
+            self.w = torch.nn.Linear(d_model, d_model)
+        def forward(self, x):
+            return self.w(x) * float("nan")
+        def state_size(self, seq_len):
+            return 0
+
+    class BrokenMixer(NanMixer):
+        """Raises: the run must be recorded as failed, with the error."""
+        def forward(self, x):
+            raise RuntimeError("kaboom")
+''')
+
+
+def test_tiny_run_end_to_end(store_path):
+    result = evalsuite.run("recall", "softmax", preset="tiny", store=store_path)
+    assert result.status == "done" and not result.cached
+    m = result.metrics
+    assert 0.0 <= m["accuracy"] <= 1.0 and m["steps"] == 8 and m["parameters"] > 0
+    assert result.run_id == cfg.run_id(result.config)
+    assert result.history and result.history[-1]["step"] == 8
+
+    df = load(store_path)
+    assert len(df) == 1
+    row = df.iloc[0]
+    assert row.run_id == result.run_id and row.status == "done" and row.task == "recall"
+    assert row.accuracy == pytest.approx(m["accuracy"])
+    assert row.env["torch"] == torch.__version__
+
+    again = evalsuite.run("recall", "softmax", preset="tiny", store=store_path)
+    assert again.cached and again.metrics["accuracy"] == pytest.approx(m["accuracy"])
+    forced = evalsuite.run("recall", "softmax", preset="tiny", store=store_path, force=True)
+    assert not forced.cached and forced.metrics["accuracy"] == pytest.approx(m["accuracy"])  # deterministic
+    assert len(load(store_path)) == 1
+
+
+def test_training_learns_a_tiny_recall_problem():
+    result = evalsuite.run("recall", "softmax", preset="tiny", store=False, **{"num_train": 4096, "epochs": 3, "eval_every": 64,
+                                                    "vocab_size": 32, "seq_len": 16, "num_kv_pairs": 2,
+                                                    "num_val": 256, "num_test": 256})
+    assert result.status == "done"
+    assert result.metrics["accuracy"] > 0.5  # chance is 1/16
+
+
+@pytest.mark.parametrize("mixer, status, text", [("NanMixer", "diverged", "loss became nan"),
+                                                  ("BrokenMixer", "failed", "kaboom")])
+def test_failures_are_recorded(tmp_path, store_path, mixer, status, text):
+    plugin = tmp_path / "bad_mixers.py"
+    plugin.write_text(BAD_MIXERS)
+    result = evalsuite.run("recall", f"{plugin}:{mixer}", preset="tiny", store=store_path)
+    assert result.status == status and text in result.error
+    row = Store(store_path).get(result.run_id)
+    assert row["status"] == status and text in row["error"]
+
+
+def test_splits_use_disjoint_seeds():
+    seeds = {split_seed(s, split) for s in range(50) for split in ("train", "val", "test")}
+    assert len(seeds) == 150
+
+
+def test_store_round_trip(store_path):
+    store = Store(store_path)
+    assert load(store_path).empty and not store_path.exists()  # reading creates nothing
+    config = cfg.resolve("recall", "linear", preset="tiny")
+    store.start("abc", config, {"python": "3"})
+    assert store.get("abc")["status"] == "running"
+    store.finish("abc", "done", {"accuracy": 0.5, "loss": 1.25}, None,
+                 [{"step": 1, "train_loss": 2.0, "val_accuracy": 0.1}, {"step": 2, "train_loss": float("nan")}])
+    row = store.get("abc")
+    assert row["config"] == config and row["metrics"] == {"accuracy": 0.5, "loss": 1.25}
+    hist = store.history("abc")
+    assert list(hist.step) == [1, 2] and hist.train_loss[0] == 2.0 and hist.train_loss.isna()[1]
+    df = load(store_path)
+    assert df.loc[0, "accuracy"] == 0.5 and df.loc[0, "model"] == "linear"
+    with pytest.raises(ValueError, match="status must be one of"):
+        store.finish("abc", "weird", {}, None, [])
