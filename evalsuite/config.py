@@ -112,7 +112,7 @@ def section_keys(task: str, model: str) -> dict[str, set[str]]:
     """Every key each section accepts, for the given task and model."""
     mixer = _mixer_class(model)
     return {
-        "task": set(_task_class(task).Params.model_fields),
+        "task": set(_task_class(task).Params.model_fields) | {"segments", "eval_segments"},
         "model": set(ModelConfig.model_fields) | set(model_zoo.BackboneOptions.model_fields) | set(mixer.Options.model_fields),
         "train": set(TrainConfig.model_fields),
     }
@@ -159,23 +159,24 @@ def resolve(task: str, model: str, *, preset: str = "default", overrides: Iterab
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ConfigError(f"--seed: must be a non-negative integer, got {seed!r}")
     task_cls, mixer_cls = _task_class(task), _mixer_class(model)
-    if preset not in PRESETS:
-        raise ConfigError(f"--preset: unknown preset {preset!r}; available: {', '.join(PRESETS)}")
+    task_preset = dict(task_cls.presets.get(preset, {}))
+    base = task_preset.pop("preset_base", preset)
+    if preset not in PRESETS and preset not in task_cls.presets:
+        available = sorted(set(PRESETS) | set(task_cls.presets))
+        raise ConfigError(f"--preset: unknown preset {preset!r} for task {task!r}; available: {', '.join(available)}")
+    general = PRESETS.get(base, PRESETS["default"])
     sections = {
-        "task": dict(task_cls.presets.get(preset, {})),
-        "model": dict(PRESETS[preset].get("model", {})),
-        "train": dict(PRESETS[preset].get("train", {})),
+        "task": task_preset,
+        "model": dict(general.get("model", {})),
+        "train": dict(general.get("train", {})),
     }
     if feature_map is not None:
         sections["model"]["feature_map"] = feature_map
     apply_overrides(sections, overrides, section_keys(task, model))
 
-    try:
-        task_obj = task_cls(**sections["task"])
-    except ValidationError as err:
-        raise ConfigError(_format_validation("task", err)) from None
-    except ValueError as err:
-        raise ConfigError(f"task {task!r}: {err}") from None
+    task_section, task_objs = _resolve_task(task, task_cls, sections["task"])
+    seq_lens = [t.seq_len for t in task_objs["train"]]
+    vocab = max(t.vocab_size for ts in task_objs.values() for t in ts)
 
     model_fields = {k: v for k, v in sections["model"].items() if k in ModelConfig.model_fields}
     options = {k: v for k, v in sections["model"].items() if k not in ModelConfig.model_fields}
@@ -184,10 +185,18 @@ def resolve(task: str, model: str, *, preset: str = "default", overrides: Iterab
         backbone, mixer_opts = model_zoo.split_options(model, options)
     except ValidationError as err:
         raise ConfigError(_format_validation("model", err)) from None
-    if backbone.positions == "learned" and backbone.max_len is None:
-        backbone = backbone.model_copy(update={"max_len": task_obj.seq_len})
+    if backbone.positions == "learned":
+        if backbone.max_len is None:
+            backbone = backbone.model_copy(update={"max_len": max(seq_lens)})
+        for i, t in enumerate(task_objs["eval"]):
+            if t.seq_len > backbone.max_len:
+                raise ConfigError(f"task.eval_segments[{i}]: length {t.seq_len} exceeds the model's {backbone.max_len} "
+                                  f"learned positions; use model.positions=none to test length extrapolation "
+                                  f"(the short convolution supplies order)")
+        if max(seq_lens) > backbone.max_len:
+            raise ConfigError(f"model.max_len: {backbone.max_len} is shorter than the training length {max(seq_lens)}")
     model_section = {"name": model, **model_cfg.model_dump(), **backbone.model_dump(), **mixer_opts.model_dump()}
-    _check_model_builds(model_section, task_obj.vocab_size, mixer_cls)
+    _check_model_builds(model_section, vocab, mixer_cls)
 
     try:
         train_cfg = TrainConfig(**sections["train"])
@@ -195,11 +204,63 @@ def resolve(task: str, model: str, *, preset: str = "default", overrides: Iterab
         raise ConfigError(_format_validation("train", err)) from None
 
     return {
-        "task": {"name": task, **task_obj.params.model_dump()},
+        "task": task_section,
         "model": model_section,
         "train": train_cfg.model_dump(),
         "seed": seed,
     }
+
+
+def _resolve_task(name: str, task_cls, params: dict) -> tuple[dict, dict[str, list]]:
+    """Validate the task's parameters and its optional segments.
+
+    ``segments``: the training mixture, a list of parameter overrides each with a ``share``;
+    ``eval_segments``: extra test sets (longer contexts, more pairs) the model never trained on."""
+    params = dict(params)
+    segments = params.pop("segments", None)
+    eval_segments = params.pop("eval_segments", None)
+
+    def build(where: str, values: dict):
+        try:
+            return task_cls(**values)
+        except ValidationError as err:
+            raise ConfigError(_format_validation(where, err)) from None
+        except ValueError as err:
+            raise ConfigError(f"{where}: {err}") from None
+
+    base = build("task", params)
+    section = {"name": name, **base.params.model_dump()}
+    objs = {"train": [base], "eval": []}
+    for key, segs in (("segments", segments), ("eval_segments", eval_segments)):
+        if segs is None:
+            continue
+        if not isinstance(segs, list) or not segs or not all(isinstance(s, dict) for s in segs):
+            raise ConfigError(f"task.{key}: expected a non-empty list of parameter dicts, got {segs!r}")
+        canonical, built = [], []
+        for i, seg in enumerate(segs):
+            seg = dict(seg)
+            share = seg.pop("share", 1.0)
+            if key == "segments" and (not isinstance(share, (int, float)) or share <= 0):
+                raise ConfigError(f"task.segments[{i}].share: must be a positive number, got {share!r}")
+            t = build(f"task.{key}[{i}]", {**base.params.model_dump(), **seg})
+            built.append(t)
+            canonical.append({**t.params.model_dump(), **({"share": float(share)} if key == "segments" else {})})
+        section[key] = canonical
+        objs["train" if key == "segments" else "eval"] = built
+    return section, objs
+
+
+def task_objects(task_section: dict) -> dict[str, list]:
+    """Tasks of a canonical task section: ``train`` (with shares) and ``eval`` segments."""
+    from evalsuite import tasks
+
+    params = {k: v for k, v in task_section.items() if k not in ("name", "segments", "eval_segments")}
+    name = task_section["name"]
+    train = [(tasks.get(name, **params), 1.0)]
+    if "segments" in task_section:
+        train = [(tasks.get(name, **{k: v for k, v in s.items() if k != "share"}), s["share"])
+                 for s in task_section["segments"]]
+    return {"train": train, "eval": [tasks.get(name, **s) for s in task_section.get("eval_segments", [])]}
 
 
 def _check_model_builds(model_section: dict, vocab_size: int, mixer_cls) -> None:

@@ -18,7 +18,6 @@ import torch
 import torch.nn.functional as F
 
 from evalsuite import config as cfg
-from evalsuite import tasks as task_zoo
 from evalsuite.tasks import IGNORE, Batch
 
 SPLITS = {"train": 0, "val": 1, "test": 2}
@@ -45,9 +44,31 @@ class RunResult:
         return self.status == "done"
 
 
-def split_seed(seed: int, split: str) -> int:
-    """Train, validation and test data of every run seed come from disjoint generator seeds."""
-    return 3 * seed + SPLITS[split]
+MAX_SEGMENTS = 64
+
+
+def split_seed(seed: int, split: str, segment: int = 0) -> int:
+    """Train, validation and test data (and each segment of a mixture) of every run seed come from
+    disjoint generator seeds."""
+    return (3 * seed + SPLITS[split]) * MAX_SEGMENTS + segment
+
+
+def make_data(task_section: dict, train: dict, seed: int) -> tuple[dict[str, Batch], list[Batch], list]:
+    """Train/val/test splits of the training mixture, plus one test set per eval segment."""
+    objs = cfg.task_objects(task_section)
+    mixture = objs["train"]
+    if len(mixture) + len(objs["eval"]) > MAX_SEGMENTS:
+        raise ValueError(f"at most {MAX_SEGMENTS} segments are supported")
+    total = sum(share for _, share in mixture)
+    data = {}
+    for split in SPLITS:
+        n = train[f"num_{split}"]
+        counts = [max(1, round(n * share / total)) for _, share in mixture]
+        data[split] = Batch.concat([task.generate(c, split_seed(seed, split, i))
+                                    for i, ((task, _), c) in enumerate(zip(mixture, counts))])
+    evals = [task.generate(train["num_test"], split_seed(seed, "test", len(mixture) + i))
+             for i, task in enumerate(objs["eval"])]
+    return data, evals, [t for t, _ in mixture] + objs["eval"]
 
 
 def autocast_for(device: torch.device, precision: str):
@@ -56,9 +77,9 @@ def autocast_for(device: torch.device, precision: str):
     return contextlib.nullcontext()
 
 
-def graded_loss(model, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def graded_loss(model, batch: Batch, mask: torch.Tensor | None = None):
     """Cross-entropy over graded positions only; returns (loss, predictions, targets) there."""
-    mask = batch.targets != IGNORE
+    mask = batch.targets != IGNORE if mask is None else mask
     hidden = model.hidden(batch.inputs)[mask]
     logits = model.head(hidden).float()
     targets = batch.targets[mask]
@@ -66,21 +87,45 @@ def graded_loss(model, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.
 
 
 @torch.no_grad()
-def evaluate(model, data: Batch, device: torch.device, precision: str = "auto", batch_size: int = 256) -> dict:
-    """Position-level accuracy and mean loss over the graded positions of ``data``."""
+def evaluate(model, data: Batch, device: torch.device, precision: str = "auto", batch_size: int = 256,
+             slice_keys: tuple[str, ...] = ()) -> dict:
+    """Accuracy and mean loss over the scored positions of ``data``; with ``slice_keys``, also
+    accuracy per value of that per-example metadata (``slices``)."""
     was_training = model.training
     model.eval()
-    correct = total = 0
-    loss_sum = 0.0
+    correct, counts, losses = [], [], []
     for start in range(0, len(data), batch_size):
         batch = data[start:start + batch_size].to(device)
+        mask = batch.score_mask
         with autocast_for(device, precision):
-            loss, pred, target = graded_loss(model, batch)
-        correct += int((pred == target).sum())
-        total += target.numel()
-        loss_sum += float(loss) * target.numel()
+            hidden = model.hidden(batch.inputs)[mask]
+            logits = model.head(hidden).float()
+        target = batch.targets[mask]
+        losses.append(F.cross_entropy(logits, target, reduction="sum").item() if target.numel() else 0.0)
+        rows = mask.nonzero()[:, 0]  # example of each scored position
+        hits = (logits.argmax(-1) == target).long()
+        correct.append(torch.zeros(len(batch), dtype=torch.long, device=device).index_add_(0, rows, hits).cpu())
+        counts.append(mask.sum(1).cpu())
     model.train(was_training)
-    return {"accuracy": correct / max(total, 1), "loss": loss_sum / max(total, 1)}
+    correct, counts = torch.cat(correct), torch.cat(counts)
+    total = int(counts.sum())
+    out = {"accuracy": int(correct.sum()) / max(total, 1), "loss": sum(losses) / max(total, 1), "graded": total}
+    keys = [k for k in slice_keys if k in data.meta]
+    if keys:
+        groups: dict[tuple, list[int]] = {}
+        for i, values in enumerate(zip(*(data.meta[k].tolist() for k in keys))):
+            groups.setdefault(values, []).append(i)
+        out["slices"] = []
+        for values, idx in sorted(groups.items()):
+            c, n = int(correct[idx].sum()), int(counts[idx].sum())
+            out["slices"].append({**dict(zip(keys, values)), "accuracy": c / max(n, 1), "graded": n})
+    return out
+
+
+def majority_rate(data: Batch) -> float:
+    """Accuracy of always answering the most common target: the honest chance level."""
+    targets = data.targets[data.score_mask]
+    return float(torch.bincount(targets).max()) / max(targets.numel(), 1) if targets.numel() else 0.0
 
 
 def _lr_lambda(total_steps: int, warmup_frac: float) -> Callable[[int], float]:
@@ -135,12 +180,11 @@ def train_run(config: dict, device: torch.device, progress: bool | None = None) 
 def _train(config: dict, device: torch.device, result: RunResult, progress: bool | None) -> None:
     train, seed = config["train"], config["seed"]
     torch.manual_seed(seed)
-    task_params = {k: v for k, v in config["task"].items() if k != "name"}
-    task = task_zoo.get(config["task"]["name"], **task_params)
-    data = {split: task.generate(train[f"num_{split}"], split_seed(seed, split)) for split in SPLITS}
-    model = cfg.build_model(config["model"], task.vocab_size).to(device)
+    data, eval_sets, all_tasks = make_data(config["task"], train, seed)
+    slice_keys = tuple(dict.fromkeys(k for t in all_tasks for k in t.slice_keys))
+    model = cfg.build_model(config["model"], max(t.vocab_size for t in all_tasks)).to(device)
     result.model = model
-    seq_len = task.seq_len
+    seq_len = data["train"].inputs.shape[1]
     result.metrics.update(parameters=model.num_parameters(), state_size=model.state_size(seq_len),
                           seq_len=seq_len)
 
@@ -189,10 +233,17 @@ def _train(config: dict, device: torch.device, result: RunResult, progress: bool
 
     if best["state"] is not None:
         model.load_state_dict(best["state"])  # report the checkpoint that validated best
-    test = evaluate(model, data["test"], device, train["precision"])
+    test = evaluate(model, data["test"], device, train["precision"], slice_keys=slice_keys)
+    slices = [{"split": "test", **s} for s in test.get("slices", [])]
+    for i, eval_set in enumerate(eval_sets):
+        ev = evaluate(model, eval_set, device, train["precision"], slice_keys=slice_keys)
+        result.metrics[f"eval_{i}_accuracy"] = ev["accuracy"]
+        slices.extend({"split": f"eval_{i}", **s}
+                      for s in ev.get("slices") or [{"accuracy": ev["accuracy"], "graded": ev["graded"]}])
     result.metrics.update(
-        accuracy=test["accuracy"], loss=test["loss"], val_accuracy=best["accuracy"], best_step=best["step"],
-        steps=step, train_loss=loss_value, train_time_s=train_time, steps_per_s=step / max(train_time, 1e-9))
+        accuracy=test["accuracy"], loss=test["loss"], graded=test["graded"], majority_rate=majority_rate(data["test"]),
+        val_accuracy=best["accuracy"], best_step=best["step"], steps=step, train_loss=loss_value,
+        train_time_s=train_time, steps_per_s=step / max(train_time, 1e-9), slices=slices)
 
 
 def _progress_bar(total: int, show: bool, desc: str):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from evalsuite.registry import Registry
 
-TASKS = Registry("task", builtin_modules=["evalsuite.tasks.recall"])
+TASKS = Registry("task", builtin_modules=[f"evalsuite.tasks.{m}" for m in ("recall", "recall_mad", "copy", "needle", "listops")])
 
 from .base import IGNORE, Batch, Task, TaskParams  # noqa: E402
 

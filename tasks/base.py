@@ -19,21 +19,53 @@ class TaskParams(BaseModel):
 
 @dataclass
 class Batch:
-    """``inputs``/``targets`` are ``torch.long [n, T]``; ``meta`` holds per-example tensors ``[n]``."""
+    """``inputs``/``targets`` are ``torch.long [n, T]``; ``meta`` holds per-example tensors ``[n]``.
+
+    ``scored`` (optional, bool ``[n, T]``) marks the graded positions that count for accuracy when a
+    task trains on more positions than it scores (MAD's in-context recall)."""
 
     inputs: torch.Tensor
     targets: torch.Tensor
     meta: dict[str, torch.Tensor] = field(default_factory=dict)
+    scored: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return self.inputs.shape[0]
 
+    @property
+    def score_mask(self) -> torch.Tensor:
+        graded = self.targets != IGNORE
+        return graded if self.scored is None else graded & self.scored
+
     def __getitem__(self, index) -> "Batch":
-        return Batch(self.inputs[index], self.targets[index], {k: v[index] for k, v in self.meta.items()})
+        return Batch(self.inputs[index], self.targets[index], {k: v[index] for k, v in self.meta.items()},
+                     None if self.scored is None else self.scored[index])
 
     def to(self, device) -> "Batch":
         return Batch(self.inputs.to(device, non_blocking=True), self.targets.to(device, non_blocking=True),
-                     {k: v.to(device) for k, v in self.meta.items()})
+                     {k: v.to(device) for k, v in self.meta.items()},
+                     None if self.scored is None else self.scored.to(device))
+
+    def padded(self, length: int) -> "Batch":
+        """Right-padded to ``length`` with token 0 and ungraded targets (harmless to causal models)."""
+        pad = length - self.inputs.shape[1]
+        if pad <= 0:
+            return self
+        f = torch.nn.functional.pad
+        return Batch(f(self.inputs, (0, pad), value=0), f(self.targets, (0, pad), value=IGNORE), self.meta,
+                     None if self.scored is None else f(self.scored, (0, pad), value=False))
+
+    @staticmethod
+    def concat(batches: list["Batch"]) -> "Batch":
+        """Concatenate examples of possibly different lengths (padded to the longest)."""
+        length = max(b.inputs.shape[1] for b in batches)
+        batches = [b.padded(length) for b in batches]
+        keys = set.intersection(*(set(b.meta) for b in batches))
+        scored = None
+        if any(b.scored is not None for b in batches):
+            scored = torch.cat([b.score_mask for b in batches])
+        return Batch(torch.cat([b.inputs for b in batches]), torch.cat([b.targets for b in batches]),
+                     {k: torch.cat([b.meta[k] for b in batches]) for k in keys}, scored)
 
 
 class Task:
@@ -44,6 +76,8 @@ class Task:
     Params: ClassVar[type[TaskParams]] = TaskParams
     # preset name -> parameter overrides; "default" must fit a laptop CPU
     presets: ClassVar[dict[str, dict]] = {}
+    # per-example metadata keys that accuracy is broken down by
+    slice_keys: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, **params):
         self.params = self.Params(**params)
@@ -64,12 +98,21 @@ class Task:
     def _generate(self, n: int, rng: np.random.Generator) -> Batch:
         raise NotImplementedError
 
+    def token_names(self) -> list[str]:
+        """A printable name for every token id (``decode`` uses it)."""
+        return [str(i) for i in range(self.vocab_size)]
+
     # --- shared ------------------------------------------------------------------------------
     def generate(self, n: int, seed: int) -> Batch:
         """``n`` examples; the same seed and parameters give identical tensors."""
         if n < 1:
             raise ValueError(f"n must be a positive number of examples, got {n}")
         return self._generate(int(n), np.random.default_rng(np.random.SeedSequence([int(seed), _stable_hash(self.name)])))
+
+    def decode(self, ids) -> list[str]:
+        """Token ids (a sequence or 1-d tensor) as readable strings."""
+        names = self.token_names()
+        return [names[i] if 0 <= i < len(names) else f"<{i}>" for i in (ids.tolist() if hasattr(ids, "tolist") else ids)]
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params.model_dump().items())

@@ -25,6 +25,8 @@ class RecallParams(TaskParams):
     num_kv_pairs: int = Field(4, ge=1, description="key-value pairs D, each queried once")
     power_a: float = Field(0.01, gt=0, le=1, description="query gaps are drawn with p(g) ~ g^(a-1)")
     random_non_queries: bool = Field(False, description="fill non-query positions with random tokens instead of 0")
+    filler_vocab: int = Field(0, ge=0, description="with random_non_queries: 0 draws filler from the whole vocabulary "
+                              "(Zoology; collisions with keys are counted), N > 0 from N extra tokens disjoint from keys and values")
 
 
 @TASKS.register("recall")
@@ -35,9 +37,22 @@ class MQAR(Task):
     presets = {
         "default": dict(vocab_size=256, seq_len=64, num_kv_pairs=8),
         "tiny": dict(vocab_size=64, seq_len=32, num_kv_pairs=4),
-        # Zoology figure 2 sizes; pick one (T, D) of (64,4) (128,8) (256,16) (512,64)
+        # Zoology figure 2: V = 8192, (T, D) in (64,4) (128,8) (256,16) (512,64), random filler
         "zoology": dict(vocab_size=8192, seq_len=64, num_kv_pairs=4, random_non_queries=True),
+        "zoology-128": dict(preset_base="zoology", vocab_size=8192, seq_len=128, num_kv_pairs=8, random_non_queries=True),
+        "zoology-256": dict(preset_base="zoology", vocab_size=8192, seq_len=256, num_kv_pairs=16, random_non_queries=True),
+        "zoology-512": dict(preset_base="zoology", vocab_size=8192, seq_len=512, num_kv_pairs=64, random_non_queries=True),
     }
+    slice_keys = ("num_kv_pairs", "seq_len")
+
+    @property
+    def vocab_size(self) -> int:
+        return self.params.vocab_size + (self.params.filler_vocab if self.params.random_non_queries else 0)
+
+    def token_names(self) -> list[str]:
+        half = self.params.vocab_size // 2
+        return (["_"] + [f"k{i}" for i in range(1, half)] + [f"v{i}" for i in range(self.params.vocab_size - half)]
+                + [f"f{i}" for i in range(self.vocab_size - self.params.vocab_size)])
 
     def check(self) -> None:
         p = self.params
@@ -68,8 +83,16 @@ class MQAR(Task):
         np.put_along_axis(inputs, query_pos, keys, axis=1)
         targets = np.full((n, T), IGNORE, dtype=np.int64)
         np.put_along_axis(targets, query_pos, values, axis=1)
-        if p.random_non_queries:  # as in Zoology: random tokens, which may collide with keys
+        collisions = np.zeros(n, dtype=np.int64)
+        if p.random_non_queries:
             filler = inputs == 0
-            inputs[filler] = rng.integers(0, V, size=int(filler.sum()))
+            if p.filler_vocab:  # disjoint from keys and values
+                inputs[filler] = rng.integers(V, V + p.filler_vocab, size=int(filler.sum()))
+            else:  # as in Zoology: any token, so a filler token can repeat a key of the sequence
+                inputs[filler] = rng.integers(0, V, size=int(filler.sum()))
+                row = np.arange(n, dtype=np.int64)[:, None] * V  # per-row membership in one isin call
+                is_key = np.isin(inputs + row, keys + row)
+                collisions = (filler & is_key).sum(axis=1)
         return Batch(torch.from_numpy(inputs), torch.from_numpy(targets),
-                     {"num_kv_pairs": torch.full((n,), D, dtype=torch.long)})
+                     {"num_kv_pairs": torch.full((n,), D, dtype=torch.long), "seq_len": torch.full((n,), T),
+                      "filler_collisions": torch.from_numpy(collisions)})

@@ -1,0 +1,157 @@
+"""ListOps (Long Range Arena, arXiv 2011.04006), graded causally at the final position.
+
+Trees follow the LRA generator: from depth 1, a node below ``max_depth`` is a leaf digit with
+probability 0.75, else an operator (MIN, MAX, MED, SM = sum mod 10, uniformly) with
+randint(2, max_args) children; at ``max_depth`` it is a leaf. A leaf is 1 token, an operator 2
+plus its children. Only trees with min_length < length < max_length (strict) are kept, and
+duplicates are removed. MED is int(numpy.median(args)).
+
+Sequence: the expression's tokens, then ``=``, padded with 0; the target at ``=`` is the value.
+Trees are built per example in Python, so generated sets are cached on disk, keyed by the
+parameters, the seed and the size (``$EVALSUITE_CACHE``, default ``results/cache``).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+from pydantic import Field
+
+from . import TASKS
+from .base import IGNORE, Batch, Task, TaskParams
+
+OPERATORS = ("[MIN", "[MAX", "[MED", "[SM")
+TOKENS = ["_"] + [str(d) for d in range(10)] + list(OPERATORS) + ["]", "="]
+TOKEN_ID = {t: i for i, t in enumerate(TOKENS)}
+LEAF_P = 0.75
+
+
+def apply_op(op: str, args: list[int]) -> int:
+    if op == "[MIN":
+        return min(args)
+    if op == "[MAX":
+        return max(args)
+    if op == "[MED":
+        return int(np.median(args))
+    return sum(args) % 10
+
+
+def _tree(rng: np.random.Generator, depth: int, max_depth: int, max_args: int, out: list[str]) -> int:
+    """Append one random tree's tokens to ``out``; return its value."""
+    if depth >= max_depth or rng.random() < LEAF_P:
+        value = int(rng.integers(10))
+        out.append(str(value))
+        return value
+    num_args = int(rng.integers(2, max_args + 1))
+    op_index = len(out)
+    out.append("")  # the operator is drawn after its children, as in LRA
+    args = [_tree(rng, depth + 1, max_depth, max_args, out) for _ in range(num_args)]
+    op = OPERATORS[int(rng.integers(len(OPERATORS)))]
+    out[op_index] = op
+    out.append("]")
+    return apply_op(op, args)
+
+
+class ListOpsParams(TaskParams):
+    max_depth: int = Field(10, ge=1, description="deepest operator nesting")
+    max_args: int = Field(10, ge=2, description="most arguments per operator")
+    min_length: int = Field(500, ge=0, description="keep trees strictly longer than this many tokens")
+    max_length: int = Field(2000, ge=2, description="keep trees strictly shorter than this; also the padded length")
+    max_tries: int = Field(5_000_000, ge=1, description="trees drawn at most before giving up")
+
+
+@TASKS.register("listops")
+class ListOps(Task):
+    """Evaluate a nested MIN/MAX/MED/SM expression over digits (LRA)."""
+
+    name = "listops"
+    description = "ListOps from Long Range Arena; answer graded at the final position"
+    Params = ListOpsParams
+    presets = {
+        "default": dict(max_depth=4, max_args=4, min_length=10, max_length=64),
+        "tiny": dict(max_depth=3, max_args=3, min_length=4, max_length=24),
+        "lra": dict(max_depth=10, max_args=10, min_length=500, max_length=2000),
+    }
+    slice_keys = ("length_bin",)
+
+    @property
+    def vocab_size(self):
+        return len(TOKENS)
+
+    @property
+    def seq_len(self):
+        return self.params.max_length
+
+    def check(self):
+        p = self.params
+        if p.min_length + 1 >= p.max_length:
+            raise ValueError(f"listops needs min_length + 1 < max_length (the window is strict), got "
+                             f"min_length={p.min_length}, max_length={p.max_length}")
+        longest = _max_tree_length(p.max_depth, p.max_args)
+        if longest <= p.min_length:
+            raise ValueError(f"listops with max_depth={p.max_depth}, max_args={p.max_args} makes trees of at most "
+                             f"{longest} tokens, never longer than min_length={p.min_length}")
+
+    def token_names(self):
+        return list(TOKENS)
+
+    def generate(self, n: int, seed: int) -> Batch:
+        cache = self._cache_path(n, seed)
+        if cache.exists():
+            data = np.load(cache)
+            return self._batch(data["inputs"], data["targets"], data["lengths"])
+        batch = super().generate(n, seed)
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(cache.name + f".{os.getpid()}.tmp.npz")
+        np.savez_compressed(tmp, inputs=batch.inputs.numpy(), targets=batch.targets.numpy(),
+                            lengths=batch.meta["length"].numpy())
+        tmp.replace(cache)  # atomic: a concurrent reader never sees half a file
+        return batch
+
+    def _cache_path(self, n: int, seed: int) -> Path:
+        key = json.dumps({"params": self.params.model_dump(), "n": n, "seed": seed, "v": 1}, sort_keys=True)
+        root = Path(os.environ.get("EVALSUITE_CACHE", "results/cache"))
+        return root / "listops" / (hashlib.sha256(key.encode()).hexdigest()[:20] + ".npz")
+
+    def _generate(self, n, rng):
+        p = self.params
+        seen: set[tuple[str, ...]] = set()
+        rows: list[list[str]] = []
+        values: list[int] = []
+        tries = 0
+        while len(rows) < n:
+            tries += 1
+            if tries > p.max_tries:
+                raise RuntimeError(f"listops kept only {len(rows)} of {n} trees after {p.max_tries} draws; "
+                                   f"widen the length window or raise max_tries")
+            out: list[str] = []
+            value = _tree(rng, 1, p.max_depth, p.max_args, out)
+            if p.min_length < len(out) < p.max_length and tuple(out) not in seen:
+                seen.add(tuple(out))
+                rows.append(out)
+                values.append(value)
+        T = p.max_length
+        inputs = np.zeros((n, T), dtype=np.int64)
+        targets = np.full((n, T), IGNORE, dtype=np.int64)
+        lengths = np.array([len(r) for r in rows])
+        for i, (row, value) in enumerate(zip(rows, values)):
+            inputs[i, :len(row)] = [TOKEN_ID[t] for t in row]
+            inputs[i, len(row)] = TOKEN_ID["="]
+            targets[i, len(row)] = TOKEN_ID[str(value)]
+        return self._batch(inputs, targets, lengths)
+
+    def _batch(self, inputs, targets, lengths) -> Batch:
+        lengths = torch.as_tensor(lengths)
+        bins = torch.clamp(lengths * 4 // self.params.max_length, max=3)  # length quartile of the window
+        return Batch(torch.as_tensor(inputs), torch.as_tensor(targets), {"length": lengths, "length_bin": bins})
+
+
+def _max_tree_length(max_depth: int, max_args: int) -> int:
+    length = 1
+    for _ in range(max_depth - 1):
+        length = 2 + max_args * length
+    return length
