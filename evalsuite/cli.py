@@ -105,6 +105,61 @@ def _summary(result, store_path, report) -> str:
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 
 
+@main.command()
+@click.option("--task", required=True, help="task name (see `evalsuite list tasks`)")
+@click.option("--preset", default="default", show_default=True, help="the task's preset")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="override a task parameter")
+@click.option("-n", "count", default=3, show_default=True, type=click.IntRange(min=1), help="examples")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0))
+@click.option("--out", default=None, type=click.Path(dir_okay=False),
+              help="export the examples to FILE.jsonl or FILE.npz instead of printing them")
+def sample(task, preset, overrides, count, seed, out):
+    """Print examples of a task with the graded positions marked [input => target], or export them."""
+    from evalsuite import config as cfg
+
+    if out is not None and Path(out).suffix not in (".jsonl", ".npz"):
+        raise BadInput(f"--out: the file must end in .jsonl or .npz, got {out!r}")
+    try:
+        section, task_obj = cfg.resolve_task(task, preset=preset, overrides=overrides)
+    except cfg.ConfigError as exc:
+        raise BadInput(str(exc)) from None
+    batch = task_obj.generate(count, seed)
+    if out is not None:
+        _export(batch, Path(out), section)
+        click.echo(f"wrote {count} examples of {task} to {out}")
+        return
+    click.echo(f"# {task}: {', '.join(f'{k}={v}' for k, v in section.items() if k != 'name')}")
+    mask = batch.score_mask
+    for i in range(len(batch)):
+        names = task_obj.decode(batch.inputs[i])
+        answers = task_obj.decode(batch.targets[i].clamp(min=0))
+        shown = [f"[{tok} => {ans}]" if mask[i, j] else tok for j, (tok, ans) in enumerate(zip(names, answers))]
+        meta = ", ".join(f"{k}={v[i].item():.3g}" if v.dtype.is_floating_point else f"{k}={v[i].item()}"
+                         for k, v in batch.meta.items())
+        click.echo(f"\n## example {i} ({meta})\n" + " ".join(shown))
+
+
+def _export(batch, path: Path, section: dict) -> None:
+    """Write atomically: a failed export leaves no partial file."""
+    import json
+
+    import numpy as np
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp" + path.suffix)
+    scored = batch.score_mask
+    if path.suffix == ".npz":
+        np.savez_compressed(tmp, inputs=batch.inputs.numpy(), targets=batch.targets.numpy(), scored=scored.numpy(),
+                            task=json.dumps(section), **{f"meta_{k}": v.numpy() for k, v in batch.meta.items()})
+    else:
+        with open(tmp, "w") as f:
+            for i in range(len(batch)):
+                f.write(json.dumps({"inputs": batch.inputs[i].tolist(), "targets": batch.targets[i].tolist(),
+                                    "scored": scored[i].nonzero()[:, 0].tolist(),
+                                    "meta": {k: v[i].item() for k, v in batch.meta.items()}, "task": section}) + "\n")
+    tmp.replace(path)
+
+
 LISTABLE = ("tasks", "models", "feature-maps", "presets")
 
 

@@ -263,6 +263,19 @@ def task_objects(task_section: dict) -> dict[str, list]:
     return {"train": train, "eval": [tasks.get(name, **s) for s in task_section.get("eval_segments", [])]}
 
 
+def resolve_task(task: str, *, preset: str = "default", overrides: Iterable[str] | Mapping[str, Any] = ()):
+    """The task alone (for ``evalsuite sample``): ``(canonical task section, task object)``."""
+    task_cls = _task_class(task)
+    if preset not in task_cls.presets:
+        raise ConfigError(f"--preset: task {task!r} has no preset {preset!r}; available: {', '.join(task_cls.presets)}")
+    params = dict(task_cls.presets[preset])
+    params.pop("preset_base", None)
+    sections: dict[str, dict] = {"task": params, "model": {}, "train": {}}
+    apply_overrides(sections, overrides, {"task": set(task_cls.Params.model_fields), "model": set(), "train": set()})
+    section, objs = _resolve_task(task, task_cls, sections["task"])
+    return section, objs["train"][0]
+
+
 def _check_model_builds(model_section: dict, vocab_size: int, mixer_cls) -> None:
     """Build the model without allocating memory to surface constraints (divisibility, maps)."""
     import torch

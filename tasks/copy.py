@@ -64,7 +64,7 @@ class Copy(Task):
 
 class SelectiveCopyParams(TaskParams):
     vocab_size: int = Field(16, ge=3, description="data tokens are [0, V-2); V-2 is blank, V-1 the copy token")
-    seq_len: int = Field(256, ge=4, description="total length: context, copy token, and one slot per data token")
+    seq_len: int = Field(256, ge=3, description="total length: context, copy token, and one slot per data token")
     num_tokens: int = Field(16, ge=1, description="data tokens scattered in the context, emitted in order")
 
 

@@ -6,7 +6,7 @@ from evalsuite import config as cfg
 def test_defaults_are_filled_and_canonical():
     c = cfg.resolve("recall", "linear")
     assert c["task"] == {"name": "recall", "vocab_size": 256, "seq_len": 64, "num_kv_pairs": 8, "power_a": 0.01,
-                         "random_non_queries": False}
+                         "random_non_queries": False, "filler_vocab": 0}
     assert c["model"]["feature_map"] is None and c["model"]["normalize"] == "z"
     assert c["model"]["max_len"] == 64  # learned positions sized to the task
     assert c["train"]["lr"] == 3e-3 and c["seed"] == 0
@@ -43,7 +43,7 @@ def test_run_id_is_hash_of_config_and_seed():
     (dict(task="recall", model="softmax", feature_map="elu1"), r"uses no feature map"),
     (dict(task="recall", model="linear", feature_map="identity"), r"z-denominator"),
     (dict(task="recall", model="linear", overrides=["n_heads=3"]), r"divisible by n_heads"),
-    (dict(task="recall", model="linear", preset="huge"), r"--preset: unknown preset 'huge'; available: default"),
+    (dict(task="recall", model="linear", preset="huge"), r"--preset: unknown preset 'huge' for task 'recall'; available: default"),
     (dict(task="recall", model="linear", overrides=["model.normalize=zz"]), r"model.normalize: Input should be 'z', 'rmsnorm' or 'none'"),
     (dict(task="recall", model="linear", seed=-1), r"--seed"),
 ])
