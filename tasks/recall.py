@@ -90,9 +90,10 @@ class MQAR(Task):
                 inputs[filler] = rng.integers(V, V + p.filler_vocab, size=int(filler.sum()))
             else:  # as in Zoology: any token, so a filler token can repeat a key of the sequence
                 inputs[filler] = rng.integers(0, V, size=int(filler.sum()))
-                row = np.arange(n, dtype=np.int64)[:, None] * V  # per-row membership in one isin call
-                is_key = np.isin(inputs + row, keys + row)
-                collisions = (filler & is_key).sum(axis=1)
+                for lo in range(0, n, 4096):  # chunks bound the [rows, T, D] comparison's memory
+                    rows = slice(lo, lo + 4096)
+                    is_key = (inputs[rows, :, None] == keys[rows, None, :]).any(-1)
+                    collisions[rows] = (filler[rows] & is_key).sum(axis=1)
         return Batch(torch.from_numpy(inputs), torch.from_numpy(targets),
                      {"num_kv_pairs": torch.full((n,), D, dtype=torch.long), "seq_len": torch.full((n,), T),
                       "filler_collisions": torch.from_numpy(collisions)})

@@ -63,3 +63,16 @@ def test_learned_positions_refuse_longer_inputs():
         model(torch.zeros(1, 9, dtype=torch.long))
     free = models.build("softmax", vocab_size=20, d_model=16, n_layers=1, n_heads=1, positions="none")
     assert free(torch.zeros(1, 9, dtype=torch.long)).shape == (1, 9, 20)
+
+
+def test_readme_plugin_feature_map_trains_end_to_end(repo_root, store_path):
+    import evalsuite
+
+    ref = f"{repo_root / 'examples' / 'exp_feature_map.py'}:ExpMap"
+    result = evalsuite.run("recall", "linear", preset="tiny", feature_map=ref, store=store_path)
+    assert result.status == "done", result.error
+    assert result.config["model"]["feature_map"] == ref
+    model = models.build("linear", vocab_size=20, d_model=16, n_layers=1, n_heads=2, max_len=8, feature_map=ref)
+    fmap = model.blocks[0].mixer.feature_map
+    assert type(fmap).__name__ == "ExpMap" and fmap.out_dim == 8
+    assert (fmap(torch.randn(3, 8)) > 0).all()
