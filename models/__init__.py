@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from evalsuite.registry import Registry
 
-MODELS = Registry("model", builtin_modules=["evalsuite.models.softmax", "evalsuite.models.linear"])
+MODELS = Registry("model", builtin_modules=[f"evalsuite.models.{m}" for m in ("softmax", "linear", "delta")])
 
 from .backbone import BackboneOptions, LanguageModel, Mixer, MixerOptions  # noqa: E402
 

@@ -12,7 +12,7 @@ from .backbone import Mixer, MixerOptions
 
 class LinearOptions(MixerOptions):
     normalize: Literal["z", "rmsnorm", "none"] = Field("z", description="z-denominator (the paper's), output RMSNorm, or none")
-    mode: Literal["chunk", "recurrent", "quadratic"] = Field("quadratic", description="kernel used for training")
+    mode: Literal["chunk", "recurrent", "quadratic"] = Field("chunk", description="kernel used for training")
     eps: float = Field(1e-6, gt=0, description="added to the z-denominator")
 
 

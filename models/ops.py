@@ -49,8 +49,9 @@ def linear_attention(q, k, v, *, feature_map="elu1", causal: bool = True, normal
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     out_dtype = v.dtype
     with torch.autocast(device_type=q.device.type, enabled=False):
-        phi_q, phi_k = _apply_map(feature_map, q.float(), k.float())
-        vv = v.float()
+        dtype = torch.promote_types(q.dtype, torch.float32)  # at least float32; float64 stays (tests)
+        phi_q, phi_k = _apply_map(feature_map, q.to(dtype), k.to(dtype))
+        vv = v.to(dtype)
         if norm == "z":  # a ones column turns the denominator into one more output column
             vv = torch.cat([vv, torch.ones_like(vv[..., :1])], dim=-1)
         if not causal:
@@ -100,3 +101,58 @@ def _linear_chunk(phi_q, phi_k, v, chunk_size):
     inter = q @ states
     intra = (q @ k.transpose(-1, -2)).tril() @ vv
     return (inter + intra).reshape(B, H, n * C, -1)[:, :, :T]
+
+
+def delta_rule(q, k, v, beta, *, mode: str = "chunk", initial_state=None, return_state: bool = False,
+               chunk_size: int = DEFAULT_CHUNK):
+    """The delta rule (Schlag et al. 2021; DeltaNet): S_t = S_{t-1} + k_t u_t^T with
+    u_t = beta_t (v_t - S_{t-1}^T k_t); o_t = S_t^T q_t.
+
+    q, k ``[B, H, T, dk]`` (keys should be L2-normalised), v ``[B, H, T, dv]``, beta ``[B, H, T]``;
+    ``initial_state`` ``[B, H, dk, dv]``. Computed in float32; returns ``o`` (and the final state)."""
+    if mode not in ("chunk", "recurrent"):
+        raise ValueError(f"mode must be 'chunk' or 'recurrent', got {mode!r}")
+    out_dtype = v.dtype
+    with torch.autocast(device_type=q.device.type, enabled=False):
+        dtype = torch.promote_types(q.dtype, torch.float32)  # float64 stays float64 (tests)
+        q, k, v, beta = (x.to(dtype) for x in (q, k, v, beta))
+        B, H, T, dk = k.shape
+        state = (k.new_zeros(B, H, dk, v.shape[-1]) if initial_state is None else initial_state.to(dtype))
+        if mode == "recurrent":
+            outs = []
+            for t in range(T):
+                kt = k[:, :, t]
+                u = beta[:, :, t, None] * (v[:, :, t] - (kt[:, :, None, :] @ state).squeeze(-2))
+                state = state + kt[..., :, None] * u[..., None, :]
+                outs.append((q[:, :, t, None, :] @ state).squeeze(-2))
+            out = torch.stack(outs, dim=2)
+        else:
+            out, state = _delta_chunk(q, k, v, beta, state, chunk_size)
+    out = out.to(out_dtype)
+    return (out, state) if return_state else out
+
+
+def _delta_chunk(q, k, v, beta, state, chunk_size):
+    """Chunkwise WY form: a unit-triangular solve per chunk (all chunks at once), then a short
+    loop over chunks. Padding with beta = 0 and k = 0 changes nothing."""
+    B, H, T, dk = k.shape
+    C = min(chunk_size, T)
+    pad = (-T) % C
+    if pad:
+        q, k, v = (F.pad(x, (0, 0, 0, pad)) for x in (q, k, v))
+        beta = F.pad(beta, (0, pad))
+    n = (T + pad) // C
+    q, k, v = (x.reshape(B, H, n, C, x.shape[-1]) for x in (q, k, v))
+    beta = beta.reshape(B, H, n, C, 1)
+    eye = torch.eye(C, dtype=k.dtype, device=k.device)
+    system = eye + (beta * (k @ k.transpose(-1, -2))).tril(-1)           # I + A
+    w = torch.linalg.solve_triangular(system, beta * k, upper=False, unitriangular=True)
+    u = torch.linalg.solve_triangular(system, beta * v, upper=False, unitriangular=True)
+    attn = (q @ k.transpose(-1, -2)).tril()
+    outs = []
+    for c in range(n):
+        u_c = u[:, :, c] - w[:, :, c] @ state
+        outs.append(q[:, :, c] @ state + attn[:, :, c] @ u_c)
+        state = state + k[:, :, c].transpose(-1, -2) @ u_c
+    out = torch.stack(outs, dim=2).reshape(B, H, n * C, -1)[:, :, :T]
+    return out, state
