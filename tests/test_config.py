@@ -7,7 +7,7 @@ def test_defaults_are_filled_and_canonical():
     c = cfg.resolve("recall", "linear")
     assert c["task"] == {"name": "recall", "vocab_size": 256, "seq_len": 64, "num_kv_pairs": 8, "power_a": 0.01,
                          "random_non_queries": False, "filler_vocab": 0}
-    assert c["model"]["feature_map"] is None and c["model"]["normalize"] == "z"
+    assert c["model"]["feature_map"] == "elu1" and c["model"]["normalize"] == "z"
     assert c["model"]["max_len"] == 64  # learned positions sized to the task
     assert c["train"]["lr"] == 3e-3 and c["seed"] == 0
 
