@@ -6,7 +6,7 @@ import torch
 from pydantic import Field
 
 from . import TASKS
-from .base import IGNORE, Batch, Task, TaskParams
+from .base import IGNORE, Batch, Task, TaskParams, sample_distinct
 
 
 class CopyParams(TaskParams):
@@ -94,8 +94,6 @@ class SelectiveCopy(Task):
         return [str(i) for i in range(V - 2)] + [".", "COPY"]
 
     def _generate(self, n, rng):
-        from .base import sample_distinct
-
         p = self.params
         V, T, N = p.vocab_size, p.seq_len, p.num_tokens
         context = T - N - 1
