@@ -29,6 +29,7 @@ class ModelConfig(BaseModel):
     n_layers: int = Field(2, ge=1, description="number of blocks")
     n_heads: int = Field(1, ge=1, description="heads per mixer; must divide d_model")
     feature_map: str | None = Field(None, description="feature map for linear mixers (name, module:Attr or file.py:Attr)")
+    feature_map_options: dict[str, Any] = Field(default_factory=dict, description='options of the feature map, e.g. {"nu": 2} for dpfp')
 
 
 class TrainConfig(BaseModel):
@@ -47,6 +48,7 @@ class TrainConfig(BaseModel):
     patience: int = Field(0, ge=0, description="validation passes without improvement before stopping; 0 disables")
     target_accuracy: float = Field(1.0, gt=0, le=1, description="stop once validation accuracy reaches this")
     precision: Literal["auto", "fp32", "bf16"] = Field("auto", description="auto: bf16 autocast on CUDA, fp32 on CPU")
+    resample_every: int = Field(0, ge=0, description="steps between redraws of random feature maps (performer); 0 never")
 
 
 # Named presets: model and train settings; each task adds its own parameters of the same name.
@@ -58,7 +60,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     "tiny": {
         "description": "seconds; for tests and smoke checks",
-        "model": dict(d_model=32, n_layers=1, n_heads=1, conv_kernel=4),
+        "model": dict(d_model=32, n_layers=2, n_heads=1, conv_kernel=4),
         "train": dict(lr=3e-3, batch_size=32, num_train=256, num_val=64, num_test=64, epochs=1, eval_every=4),
     },
     "zoology": {
@@ -298,7 +300,8 @@ def build_model(model_section: dict, vocab_size: int):
     opts = {k: v for k, v in model_section.items() if k not in ("name", *ModelConfig.model_fields)}
     return model_zoo.build(model_section["name"], vocab_size=vocab_size, d_model=model_section["d_model"],
                            n_layers=model_section["n_layers"], n_heads=model_section["n_heads"],
-                           feature_map=model_section["feature_map"], **opts)
+                           feature_map=model_section["feature_map"],
+                           feature_map_options=model_section.get("feature_map_options"), **opts)
 
 
 def canonical_json(config: dict) -> str:

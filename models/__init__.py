@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from evalsuite.registry import Registry
 
-MODELS = Registry("model", builtin_modules=[f"evalsuite.models.{m}" for m in ("softmax", "linear", "delta")])
+MODELS = Registry("model", builtin_modules=[f"evalsuite.models.{m}" for m in ("softmax", "linear", "delta", "hybrid")])
 
-from .backbone import BackboneOptions, LanguageModel, Mixer, MixerOptions  # noqa: E402
+from .backbone import AttentionView, BackboneOptions, LanguageModel, Mixer, MixerOptions  # noqa: E402
+from .feature_maps import MapSpec  # noqa: E402
 
 
 def names() -> list[str]:
@@ -38,13 +39,17 @@ def split_options(name, options: dict) -> tuple[BackboneOptions, MixerOptions]:
 
 
 def build(name, *, vocab_size: int, d_model: int, n_layers: int, n_heads: int, feature_map=None,
-          **options) -> LanguageModel:
+          feature_map_options: dict | None = None, **options) -> LanguageModel:
+    """A language model whose layers use mixer ``name``; ``feature_map`` (a name, ref, class or
+    instance) and its options go to the layers that take one, each layer getting its own map."""
     cls = mixer_class(name)
     if feature_map is not None and not cls.uses_feature_map:
         raise ValueError(f"model {name!r} takes no feature map (got {feature_map!r})")
+    if feature_map_options:
+        feature_map = MapSpec(feature_map or "elu1", dict(feature_map_options))
     backbone, mixer_options = split_options(name, options)
-    mixers = [cls(d_model, n_heads, mixer_options, feature_map=feature_map) for _ in range(n_layers)]
+    mixers = cls.build_layers(d_model, n_heads, n_layers, mixer_options, feature_map=feature_map)
     return LanguageModel(vocab_size, d_model, mixers, backbone)
 
 
-__all__ = ["MODELS", "BackboneOptions", "LanguageModel", "Mixer", "MixerOptions", "build", "names"]
+__all__ = ["MODELS", "AttentionView", "BackboneOptions", "LanguageModel", "Mixer", "MixerOptions", "build", "names"]

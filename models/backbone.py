@@ -7,12 +7,15 @@ learn recall quickly).
 """
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
+
+from .feature_maps import FeatureMap
 
 
 class MixerOptions(BaseModel):
@@ -28,6 +31,19 @@ class BackboneOptions(BaseModel):
     max_len: int | None = Field(None, ge=1, description="longest sequence for learned positions (default: the task's seq_len)")
     mlp_ratio: float = Field(0.0, ge=0, description="MLP hidden size / d_model; 0 disables the MLP")
     conv_kernel: int = Field(4, ge=0, le=16, description="short causal depthwise convolution before each mixer; 0 disables")
+
+
+@dataclass
+class AttentionView:
+    """What a mixer does to one sequence, as analysis sees it: ``output = weights @ values``.
+
+    weights ``[B, H, T, T]`` (row t: how much each position j <= t contributes to output t),
+    keys ``[B, H, T, m]`` (the vectors written to the memory: feature-mapped keys for linear
+    attention), values ``[B, H, T, dv]``."""
+
+    weights: torch.Tensor
+    keys: torch.Tensor
+    values: torch.Tensor
 
 
 class Mixer(nn.Module):
@@ -58,6 +74,23 @@ class Mixer(nn.Module):
     def state_size(self, seq_len: int) -> int:
         raise NotImplementedError
 
+    def attention(self, x: torch.Tensor) -> AttentionView:
+        """The explicit mixing matrix for ``x [B, T, d_model]`` (analysis; T x T memory)."""
+        raise NotImplementedError(f"{type(self).__name__} does not expose its attention weights")
+
+    # Recurrent decoding: a mixer that can run as an RNN (or with a KV cache) implements both.
+    def init_state(self, batch: int, max_len: int, device=None) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not implement step-by-step decoding")
+
+    def step(self, x: torch.Tensor, state: Any) -> tuple[torch.Tensor, Any]:
+        """One token: ``x [B, d_model]`` -> ``([B, d_model], new state)``."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement step-by-step decoding")
+
+    @classmethod
+    def build_layers(cls, d_model: int, n_heads: int, n_layers: int, options: MixerOptions, feature_map=None) -> list[Mixer]:
+        """The mixers of all layers; a hybrid overrides this to mix kinds."""
+        return [cls(d_model, n_heads, options, feature_map=feature_map) for _ in range(n_layers)]
+
 
 class ShortConv(nn.Module):
     """Causal depthwise convolution over time; keeps kernel-1 past inputs when decoding."""
@@ -70,6 +103,12 @@ class ShortConv(nn.Module):
     def forward(self, x):
         T = x.shape[1]
         return self.conv(x.transpose(1, 2))[..., :T].transpose(1, 2)
+
+    def step(self, x, past):
+        """``x [B, d]``, ``past [B, kernel - 1, d]`` (the previous inputs) -> (y, new past)."""
+        window = torch.cat([past, x[:, None]], dim=1)               # [B, kernel, d]
+        y = (window * self.conv.weight[:, 0].T).sum(1) + self.conv.bias
+        return y, window[:, 1:]
 
 
 class Block(nn.Module):
@@ -97,6 +136,22 @@ class Block(nn.Module):
         conv = (self.conv.kernel - 1) * self.mixer.d_model if self.conv is not None else 0
         return self.mixer.state_size(seq_len) + conv
 
+    def init_state(self, batch: int, max_len: int, device=None):
+        conv = (torch.zeros(batch, self.conv.kernel - 1, self.mixer.d_model, device=device)
+                if self.conv is not None else None)
+        return conv, self.mixer.init_state(batch, max_len, device)
+
+    def step(self, x, state):
+        conv_state, mixer_state = state
+        h = self.norm1(x)
+        if self.conv is not None:
+            h, conv_state = self.conv.step(h, conv_state)
+        y, mixer_state = self.mixer.step(h, mixer_state)
+        x = x + y
+        if self.mlp is not None:
+            x = x + self.mlp(self.norm2(x))
+        return x, (conv_state, mixer_state)
+
 
 class LanguageModel(nn.Module):
     def __init__(self, vocab_size: int, d_model: int, mixers: list[Mixer], backbone: BackboneOptions):
@@ -112,6 +167,9 @@ class LanguageModel(nn.Module):
         self.blocks = nn.ModuleList(Block(d_model, m, backbone.conv_kernel, backbone.mlp_ratio) for m in mixers)
         self.norm = nn.LayerNorm(d_model)
         self.apply(_init_weights)
+        for module in self.modules():  # learned feature maps start from their own init (hedgehog: identity)
+            if isinstance(module, FeatureMap):
+                module.reset_parameters()
 
     def hidden(self, inputs: torch.Tensor) -> torch.Tensor:
         """Final-norm hidden states ``[n, T, d_model]``; ``head`` turns them into logits."""
@@ -135,6 +193,28 @@ class LanguageModel(nn.Module):
     def state_size(self, seq_len: int) -> int:
         """Floats kept per sequence to decode the token after ``seq_len`` tokens, all layers."""
         return sum(block.state_size(seq_len) for block in self.blocks)
+
+    def init_state(self, batch: int, max_len: int | None = None, device=None) -> dict:
+        """Empty decoding state; ``max_len`` sizes KV caches (fixed-state mixers ignore it)."""
+        max_len = max_len or (self.pos.num_embeddings if self.pos is not None else 4096)
+        return {"t": 0, "layers": [b.init_state(batch, max_len, device) for b in self.blocks]}
+
+    @torch.no_grad()
+    def step(self, tokens: torch.Tensor, state: dict) -> tuple[torch.Tensor, dict]:
+        """Decode one token per sequence: ``tokens [B]`` -> ``(logits [B, vocab], new state)``.
+
+        Linear and delta layers carry a fixed-size state; softmax layers a KV cache."""
+        t = state["t"]
+        x = self.embed(tokens)
+        if self.pos is not None:
+            if t >= self.pos.num_embeddings:
+                raise ValueError(f"position {t} exceeds the {self.pos.num_embeddings} learned positions")
+            x = x + self.pos.weight[t]
+        layers = []
+        for block, layer_state in zip(self.blocks, state["layers"]):
+            x, layer_state = block.step(x, layer_state)
+            layers.append(layer_state)
+        return self.head(self.norm(x)), {"t": t + 1, "layers": layers}
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

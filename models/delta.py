@@ -1,4 +1,5 @@
-"""DeltaNet-style mixer: the delta rule with SiLU + L2-normalised queries and keys, beta = sigmoid."""
+"""DeltaNet-style mixer: the delta rule with SiLU + L2-normalised queries and keys, beta = sigmoid;
+optionally gated (Gated DeltaNet: the state decays by a learned alpha_t before each edit)."""
 from __future__ import annotations
 
 from typing import Literal
@@ -9,12 +10,17 @@ from pydantic import Field
 from torch import nn
 
 from . import MODELS, ops
-from .backbone import Mixer, MixerOptions
+from .backbone import AttentionView, Mixer, MixerOptions
+
+# Added to the gate's logit so a freshly initialised gate keeps ~98% of the state per token
+# (the generic init zeroes biases, and alpha = 0.5 would forget everything within a few tokens).
+GATE_OFFSET = 4.0
 
 
 class DeltaOptions(MixerOptions):
     mode: Literal["chunk", "recurrent"] = Field("chunk", description="kernel used for training")
     chunk_size: int = Field(64, ge=1, description="chunk length of the WY form")
+    gated: bool = Field(False, description="gated delta rule: S_t = alpha_t (I - beta k k^T) S_{t-1} + beta k v^T")
 
 
 @MODELS.register("delta")
@@ -27,15 +33,41 @@ class DeltaRule(Mixer):
         super().__init__(d_model, n_heads, options)
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
         self.beta = nn.Linear(d_model, n_heads)
+        self.gate = nn.Linear(d_model, n_heads) if options.gated else None
         self.out = nn.Linear(d_model, d_model, bias=False)
 
-    def forward(self, x):
-        q, k, v = (self.split_heads(t) for t in self.qkv(x).chunk(3, dim=-1))
-        # unnormalised keys make the triangular inverse explode
+    def _project(self, x):
+        """q, k (SiLU then unit length: unnormalised keys make the triangular inverse explode),
+        v, beta and the log-gate, heads split off ``x [..., d_model]``."""
+        q, k, v = (t.unflatten(-1, (self.n_heads, self.head_dim)) for t in self.qkv(x).chunk(3, dim=-1))
         q, k = (F.normalize(F.silu(t), dim=-1, eps=1e-6) for t in (q, k))
-        beta = torch.sigmoid(self.beta(x)).transpose(1, 2)  # [B, H, T]
-        o = ops.delta_rule(q, k, v, beta, mode=self.options.mode, chunk_size=self.options.chunk_size)
+        beta = torch.sigmoid(self.beta(x))
+        log_alpha = F.logsigmoid(self.gate(x) + GATE_OFFSET) if self.gate is not None else None
+        return q, k, v, beta, log_alpha
+
+    def forward(self, x):
+        q, k, v, beta, log_alpha = self._project(x)                  # [B, T, H, d], [B, T, H]
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+        beta = beta.transpose(1, 2)
+        log_alpha = None if log_alpha is None else log_alpha.transpose(1, 2)
+        o = ops.delta_rule(q, k, v, beta, mode=self.options.mode, chunk_size=self.options.chunk_size,
+                           log_alpha=log_alpha)
         return self.out(self.merge_heads(o))
+
+    def attention(self, x):
+        q, k, v, beta, log_alpha = self._project(x)
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+        weights = ops.delta_rule_attention(q, k, beta.transpose(1, 2),
+                                           None if log_alpha is None else log_alpha.transpose(1, 2))
+        return AttentionView(weights, k, v)
 
     def state_size(self, seq_len: int) -> int:
         return self.n_heads * self.head_dim * self.head_dim  # S is d_k x d_v per head
+
+    def init_state(self, batch, max_len, device=None):
+        return torch.zeros(batch, self.n_heads, self.head_dim, self.head_dim, device=device)
+
+    def step(self, x, state):
+        q, k, v, beta, log_alpha = (None if t is None else t.float() for t in self._project(x))
+        o, state = ops.delta_rule_step(q, k, v, beta, state, log_alpha)
+        return self.out(o.reshape(x.shape[0], self.d_model).to(x.dtype)), state

@@ -13,7 +13,10 @@ maps may be used with the z-denominator. Randomness, if any, lives in ``resample
 """
 from __future__ import annotations
 
-from typing import ClassVar
+import inspect
+import math
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import torch
 from torch import nn
@@ -47,16 +50,21 @@ class FeatureMap(nn.Module):
     def resample(self) -> None:
         """Draw new random parameters (between training steps, never inside a sequence)."""
 
+    def reset_parameters(self) -> None:
+        """Initialise learned parameters; the model calls it after its generic weight init."""
+
     def extra_repr(self) -> str:
         return f"head_dim={self.head_dim}, out_dim={self.out_dim}"
 
 
 @register("elu1")
 class Elu1(FeatureMap):
-    """elu(x) + 1 (Katharopoulos et al. 2020), branch-wise so bf16 never rounds exp(x) - 1 + 1 to 0."""
+    """elu(x) + 1 (Katharopoulos et al. 2020) computed branch-wise, so that bf16 (and float32 below
+    x ~ -17) never rounds exp(x) - 1 + 1 to 0: relu(x) + exp(min(x, 0)) is x + 1 for x >= 0 and
+    exp(x) below. (Written without torch.where, which is slow on CPU, forward and backward.)"""
 
     def forward(self, x):
-        return torch.where(x >= 0, x + 1, torch.exp(torch.clamp(x, max=0)))
+        return torch.relu(x) + torch.exp(torch.clamp(x, max=0))
 
 
 @register("relu")
@@ -85,17 +93,163 @@ class Identity(FeatureMap):
         return x
 
 
+@register("taylor")
+class Taylor(FeatureMap):
+    """Second-order Taylor expansion of exp (Based, Arora et al. 2024):
+    phi(q).phi(k) = 1 + q.k/sqrt(d) + (q.k)^2/(2d), which is >= 1/2. Size 1 + d + d(d+1)/2."""
+
+    def __init__(self, head_dim: int):
+        super().__init__(head_dim)
+        self.out_dim = 1 + head_dim + head_dim * (head_dim + 1) // 2
+        i, j = torch.triu_indices(head_dim, head_dim, offset=1)
+        self.register_buffer("pair_i", i, persistent=False)
+        self.register_buffer("pair_j", j, persistent=False)
+
+    def forward(self, x):
+        d = self.head_dim
+        squares = x.square() / math.sqrt(2 * d)
+        cross = x[..., self.pair_i] * x[..., self.pair_j] / math.sqrt(d)
+        return torch.cat([torch.ones_like(x[..., :1]), x / d ** 0.25, squares, cross], dim=-1)
+
+
+@register("dpfp")
+class DPFP(FeatureMap):
+    """Deterministic parameter-free projection (Schlag et al. 2021): r = [relu(x), relu(-x)],
+    phi = concat over j = 1..nu of r * roll(r, j). Size 2 d nu; capacity grows with nu."""
+
+    def __init__(self, head_dim: int, nu: int = 1):
+        super().__init__(head_dim)
+        if not isinstance(nu, int) or not 1 <= nu < 2 * head_dim:
+            raise ValueError(f"dpfp option nu must be an integer in [1, {2 * head_dim - 1}] for head size {head_dim}, got {nu!r}")
+        self.nu = nu
+        self.out_dim = 2 * head_dim * nu
+
+    def forward(self, x):
+        r = torch.cat([torch.relu(x), torch.relu(-x)], dim=-1)  # the paper's relu(-x), not -relu(x)
+        return torch.cat([r * torch.roll(r, shifts=j, dims=-1) for j in range(1, self.nu + 1)], dim=-1)
+
+    def extra_repr(self):
+        return f"{super().extra_repr()}, nu={self.nu}"
+
+
+@register("performer")
+class Performer(FeatureMap):
+    """FAVOR+ positive random features (Choromanski et al. 2021) estimating exp(q.k / sqrt(d)).
+
+    ``forward`` is the unbiased estimator. Inside attention the query features are divided by
+    their row maximum (the max subtracted before exp) and the key features by a data-independent
+    constant; both cancel in the normalised output, and neither looks across positions, so the
+    causal and recurrent forms stay exact.
+    The random matrix is a buffer (saved with the model) that only ``resample()`` changes."""
+
+    def __init__(self, head_dim: int, n_features: int | None = None, orthogonal: bool = True):
+        super().__init__(head_dim)
+        n_features = head_dim if n_features is None else n_features
+        if not isinstance(n_features, int) or n_features < 1:
+            raise ValueError(f"performer option n_features must be a positive integer, got {n_features!r}")
+        self.n_features, self.orthogonal = n_features, orthogonal
+        self.out_dim = 2 * n_features
+        self.register_buffer("projection", torch.empty(n_features, head_dim))
+        self.resample()
+
+    @torch.no_grad()
+    def resample(self, generator: torch.Generator | None = None) -> None:
+        if self.projection.is_meta:
+            return
+        d, m = self.head_dim, self.n_features
+        g = torch.randn(m, d, generator=generator)
+        if self.orthogonal:  # blocks of orthonormal rows, rescaled to Gaussian row norms
+            blocks = [torch.linalg.qr(torch.randn(d, d, generator=generator))[0].T for _ in range(-(-m // d))]
+            g = torch.cat(blocks)[:m] * g.norm(dim=1, keepdim=True)
+        self.projection.copy_(g)
+
+    def _exponent(self, x):
+        x = x / self.head_dim ** 0.25
+        u = x @ self.projection.T.to(x.dtype)
+        half_sq = x.square().sum(-1, keepdim=True) / 2
+        return torch.cat([u - half_sq, -u - half_sq], dim=-1)
+
+    def forward(self, x):
+        return torch.exp(self._exponent(x)) / math.sqrt(2 * self.n_features)
+
+    def forward_query(self, x):
+        e = self._exponent(x)
+        return torch.exp(e - e.amax(-1, keepdim=True).detach())
+
+    def forward_key(self, x):
+        # +-u - |x|^2/2 <= |w|^2/2 for every x. Shifting by that bound would push typical keys
+        # towards underflow (and under the denominator's eps), so shift only the part above e^20:
+        # overflow stays impossible, and no key looks at any other position.
+        shift = (self.projection.square().sum(-1).amax() / 2 - 20).clamp(min=0)
+        return torch.exp(self._exponent(x) - shift.to(x.dtype))
+
+    def extra_repr(self):
+        return f"{super().extra_repr()}, n_features={self.n_features}, orthogonal={self.orthogonal}"
+
+
+@register("hedgehog")
+class Hedgehog(FeatureMap):
+    """Learned map (Zhang et al. 2024): y = W x + b, phi = softmax([y, -y]); W starts at the
+    identity and b at zero. Queries and keys get their own W unless ``tie_qk``."""
+
+    def __init__(self, head_dim: int, tie_qk: bool = False):
+        super().__init__(head_dim)
+        self.out_dim = 2 * head_dim
+        self.tie_qk = tie_qk
+        self.query_proj = nn.Linear(head_dim, head_dim)
+        self.key_proj = self.query_proj if tie_qk else nn.Linear(head_dim, head_dim)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        for proj in (self.query_proj, self.key_proj):
+            if proj.weight.is_meta:
+                return
+            with torch.no_grad():
+                proj.weight.copy_(torch.eye(self.head_dim))
+                proj.bias.zero_()
+
+    @staticmethod
+    def _phi(y):
+        return torch.softmax(torch.cat([y, -y], dim=-1), dim=-1)
+
+    def forward(self, x):
+        return self._phi(self.query_proj(x))
+
+    def forward_query(self, x):
+        return self._phi(self.query_proj(x))
+
+    def forward_key(self, x):
+        return self._phi(self.key_proj(x))
+
+
 def names() -> list[str]:
     return FEATURE_MAPS.names()
 
 
+@dataclass(frozen=True)
+class MapSpec:
+    """A feature map reference with its options, built once per layer by ``get``."""
+
+    ref: Any
+    options: dict = field(default_factory=dict)
+
+
 def get(ref, head_dim: int, **options) -> FeatureMap:
-    """Build a feature map from a name, a ``module:Attr`` / ``file.py:Attr`` ref, a class or an instance."""
+    """Build a feature map from a name, a ``module:Attr`` / ``file.py:Attr`` ref, a class, a
+    ``MapSpec`` or an instance."""
     if isinstance(ref, FeatureMap):
         return ref
+    if isinstance(ref, MapSpec):
+        ref, options = ref.ref, {**ref.options, **options}
     cls = FEATURE_MAPS.get(ref)
     if not (isinstance(cls, type) and issubclass(cls, FeatureMap)):
         raise TypeError(f"feature map {ref!r} must be a subclass of evalsuite.models.feature_maps.FeatureMap")
+    accepted = [p.name for p in list(inspect.signature(cls.__init__).parameters.values())[2:]
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown and not any(p.kind == p.VAR_KEYWORD for p in inspect.signature(cls.__init__).parameters.values()):
+        raise TypeError(f"feature map {ref!r} has no option(s) {', '.join(unknown)}; "
+                        f"its options: {', '.join(accepted) or 'none'}")
     fmap = cls(head_dim, **options)
     if not isinstance(getattr(fmap, "out_dim", None), int) or fmap.out_dim < 1:
         raise TypeError(f"feature map {ref!r} must set a positive integer out_dim")

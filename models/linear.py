@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from typing import Literal
 
+import torch
 from pydantic import Field
 from torch import nn
 
 from . import MODELS, feature_maps, ops
-from .backbone import Mixer, MixerOptions
+from .backbone import AttentionView, Mixer, MixerOptions
 
 
 class LinearOptions(MixerOptions):
@@ -38,7 +39,27 @@ class LinearAttention(Mixer):
                                  mode=self.options.mode, eps=self.options.eps)
         return self.out(self.merge_heads(o))
 
+    def attention(self, x):
+        q, k, v = (self.split_heads(t).float() for t in self.qkv(x).chunk(3, dim=-1))
+        phi_q, phi_k = self.feature_map.forward_query(q), self.feature_map.forward_key(k)
+        weights = ops.linear_attention_matrix(phi_q, phi_k, self.options.normalize, self.options.eps)
+        return AttentionView(weights, phi_k, v)
+
     def state_size(self, seq_len: int) -> int:
         m = self.feature_map.out_dim
         z = m if self.options.normalize == "z" else 0
         return self.n_heads * (m * self.head_dim + z)  # S is m x dv per head, z is m
+
+    def init_state(self, batch, max_len, device=None):
+        dv = self.head_dim + (self.options.normalize == "z")  # z rides along as S's last column
+        return torch.zeros(batch, self.n_heads, self.feature_map.out_dim, dv, device=device)
+
+    def step(self, x, state):
+        B = x.shape[0]
+        q, k, v = (t.view(B, self.n_heads, self.head_dim).float() for t in self.qkv(x).chunk(3, dim=-1))
+        phi_q, phi_k = self.feature_map.forward_query(q), self.feature_map.forward_key(k)
+        if self.options.normalize == "z":
+            v = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)
+        o, state = ops.linear_attention_step(phi_q, phi_k, v, state)
+        o = ops.normalize_output(o, self.options.normalize, self.options.eps)
+        return self.out(o.reshape(B, self.d_model).to(x.dtype)), state

@@ -5,6 +5,8 @@ States, cumulative sums and denominators are computed in float32 whatever the in
 """
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -64,11 +66,25 @@ def linear_attention(q, k, v, *, feature_map="elu1", causal: bool = True, normal
             out = _linear_recurrent(phi_q, phi_k, vv)
         else:
             out = _linear_chunk(phi_q, phi_k, vv, chunk_size)
-        if norm == "z":
-            out = out[..., :-1] / (out[..., -1:] + eps)
-        elif norm == "rmsnorm":
-            out = out * torch.rsqrt(out.square().mean(-1, keepdim=True) + eps)
+        out = normalize_output(out, norm, eps)
     return out.to(out_dtype)
+
+
+def normalize_output(out, normalize: str, eps: float):
+    """'z': divide by the last column (the denominator phi(q).z); 'rmsnorm': RMS-normalise; 'none'."""
+    if normalize == "z":
+        return out[..., :-1] / (out[..., -1:] + eps)
+    if normalize == "rmsnorm":
+        return out * torch.rsqrt(out.square().mean(-1, keepdim=True) + eps)
+    return out
+
+
+def linear_attention_step(phi_q, phi_k, v, state):
+    """One RNN step: ``state`` ``[B, H, m, dv]`` += phi(k) v^T, read phi(q)^T state.
+
+    Used by the recurrent mode and by decoding (where v carries the ones column for z)."""
+    state = state + phi_k[..., :, None] * v[..., None, :]
+    return (phi_q[..., None, :] @ state).squeeze(-2), state
 
 
 def _linear_recurrent(phi_q, phi_k, v):
@@ -77,8 +93,8 @@ def _linear_recurrent(phi_q, phi_k, v):
     state = phi_k.new_zeros(B, H, m, v.shape[-1])
     outs = []
     for t in range(T):
-        state = state + phi_k[:, :, t, :, None] * v[:, :, t, None, :]
-        outs.append((phi_q[:, :, t, None, :] @ state).squeeze(-2))
+        out, state = linear_attention_step(phi_q[:, :, t], phi_k[:, :, t], v[:, :, t], state)
+        outs.append(out)
     return torch.stack(outs, dim=2)
 
 
@@ -103,11 +119,23 @@ def _linear_chunk(phi_q, phi_k, v, chunk_size):
     return (inter + intra).reshape(B, H, n * C, -1)[:, :, :T]
 
 
+def delta_rule_step(q, k, v, beta, state, log_alpha=None):
+    """One step of the (gated) delta rule on ``state`` ``[B, H, dk, dv]``; q, k, v ``[B, H, d]``,
+    beta and log_alpha ``[B, H]``. Returns ``(o, new_state)``."""
+    if log_alpha is not None:
+        state = state * torch.exp(log_alpha)[..., None, None]
+    u = beta[..., None] * (v - (k[..., None, :] @ state).squeeze(-2))
+    state = state + k[..., :, None] * u[..., None, :]
+    return (q[..., None, :] @ state).squeeze(-2), state
+
+
 def delta_rule(q, k, v, beta, *, mode: str = "chunk", initial_state=None, return_state: bool = False,
-               chunk_size: int = DEFAULT_CHUNK):
+               chunk_size: int = DEFAULT_CHUNK, log_alpha=None):
     """The delta rule (Schlag et al. 2021; DeltaNet): S_t = S_{t-1} + k_t u_t^T with
     u_t = beta_t (v_t - S_{t-1}^T k_t); o_t = S_t^T q_t.
 
+    With ``log_alpha`` ``[B, H, T]`` (log of a gate in (0, 1]) it is the gated delta rule,
+    S_t = alpha_t (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T.
     q, k ``[B, H, T, dk]`` (keys should be L2-normalised), v ``[B, H, T, dv]``, beta ``[B, H, T]``;
     ``initial_state`` ``[B, H, dk, dv]``. Computed in float32; returns ``o`` (and the final state)."""
     if mode not in ("chunk", "recurrent"):
@@ -116,43 +144,92 @@ def delta_rule(q, k, v, beta, *, mode: str = "chunk", initial_state=None, return
     with torch.autocast(device_type=q.device.type, enabled=False):
         dtype = torch.promote_types(q.dtype, torch.float32)  # float64 stays float64 (tests)
         q, k, v, beta = (x.to(dtype) for x in (q, k, v, beta))
+        log_alpha = None if log_alpha is None else log_alpha.to(dtype)
         B, H, T, dk = k.shape
         state = (k.new_zeros(B, H, dk, v.shape[-1]) if initial_state is None else initial_state.to(dtype))
         if mode == "recurrent":
             outs = []
             for t in range(T):
-                kt = k[:, :, t]
-                u = beta[:, :, t, None] * (v[:, :, t] - (kt[:, :, None, :] @ state).squeeze(-2))
-                state = state + kt[..., :, None] * u[..., None, :]
-                outs.append((q[:, :, t, None, :] @ state).squeeze(-2))
+                gate = None if log_alpha is None else log_alpha[:, :, t]
+                o, state = delta_rule_step(q[:, :, t], k[:, :, t], v[:, :, t], beta[:, :, t], state, gate)
+                outs.append(o)
             out = torch.stack(outs, dim=2)
         else:
-            out, state = _delta_chunk(q, k, v, beta, state, chunk_size)
+            out, state = _delta_chunk(q, k, v, beta, state, chunk_size, log_alpha)
     out = out.to(out_dtype)
     return (out, state) if return_state else out
 
 
-def _delta_chunk(q, k, v, beta, state, chunk_size):
+def _delta_chunk(q, k, v, beta, state, chunk_size, log_alpha=None):
     """Chunkwise WY form: a unit-triangular solve per chunk (all chunks at once), then a short
-    loop over chunks. Padding with beta = 0 and k = 0 changes nothing."""
+    loop over chunks. Padding with beta = 0, k = 0 (and gate 1) changes nothing.
+
+    Gates: with G_t the product of alphas inside a chunk up to t, every term carries a ratio
+    G_t / G_j <= 1 (j <= t), so nothing is divided by a small product."""
     B, H, T, dk = k.shape
     C = min(chunk_size, T)
     pad = (-T) % C
     if pad:
         q, k, v = (F.pad(x, (0, 0, 0, pad)) for x in (q, k, v))
         beta = F.pad(beta, (0, pad))
+        log_alpha = None if log_alpha is None else F.pad(log_alpha, (0, pad))
     n = (T + pad) // C
     q, k, v = (x.reshape(B, H, n, C, x.shape[-1]) for x in (q, k, v))
     beta = beta.reshape(B, H, n, C, 1)
     eye = torch.eye(C, dtype=k.dtype, device=k.device)
-    system = eye + (beta * (k @ k.transpose(-1, -2))).tril(-1)           # I + A
-    w = torch.linalg.solve_triangular(system, beta * k, upper=False, unitriangular=True)
-    u = torch.linalg.solve_triangular(system, beta * v, upper=False, unitriangular=True)
+    kk = (k @ k.transpose(-1, -2)).tril(-1)
     attn = (q @ k.transpose(-1, -2)).tril()
+    k_w, q_in = k, q
+    if log_alpha is not None:
+        g = log_alpha.reshape(B, H, n, C).cumsum(-1)                      # log G_t
+        diff = g[..., :, None] - g[..., None, :]                           # log G_t / G_j
+        ratio = torch.exp(diff.masked_fill(~torch.ones(C, C, dtype=torch.bool, device=k.device).tril(), -math.inf))
+        kk, attn = kk * ratio, attn * ratio
+        k_w, q_in = k * g.exp()[..., None], q * g.exp()[..., None]
+        decay_to_end = (g[..., -1:] - g).exp()[..., None]                   # G_C / G_j
+        chunk_decay = g[..., -1].exp()[..., None, None]                     # G_C
+    system = eye + beta * kk                                               # I + A
+    w = torch.linalg.solve_triangular(system, beta * k_w, upper=False, unitriangular=True)
+    u = torch.linalg.solve_triangular(system, beta * v, upper=False, unitriangular=True)
     outs = []
     for c in range(n):
         u_c = u[:, :, c] - w[:, :, c] @ state
-        outs.append(q[:, :, c] @ state + attn[:, :, c] @ u_c)
-        state = state + k[:, :, c].transpose(-1, -2) @ u_c
+        outs.append(q_in[:, :, c] @ state + attn[:, :, c] @ u_c)
+        if log_alpha is None:
+            state = state + k[:, :, c].transpose(-1, -2) @ u_c
+        else:
+            state = chunk_decay[:, :, c] * state + (k[:, :, c] * decay_to_end[:, :, c]).transpose(-1, -2) @ u_c
     out = torch.stack(outs, dim=2).reshape(B, H, n * C, -1)[:, :, :T]
     return out, state
+
+
+# Explicit mixing matrices for analysis: each mixer's output is weights @ values, so sharpness
+# and interference are measured the same way for every mixer. Small T only (T x T memory).
+
+def linear_attention_matrix(phi_q, phi_k, normalize: str = "z", eps: float = 1e-6):
+    """[B, H, T, T] weights w with o = w @ v: phi(q_t).phi(k_j) / (phi(q_t).z_t + eps) for j <= t.
+    Without the z-denominator the raw scores are returned (rmsnorm rescales each row afterwards)."""
+    with torch.autocast(device_type=phi_q.device.type, enabled=False):
+        scores = (phi_q.float() @ phi_k.float().transpose(-1, -2)).tril()
+        if normalize == "z":
+            scores = scores / (scores.sum(-1, keepdim=True) + eps)
+    return scores
+
+
+def delta_rule_attention(q, k, beta, log_alpha=None):
+    """The delta rule's effective attention (zero initial state): o = M @ v with
+    M = (tril(Q K^T) * Gamma) (I + A)^{-1} diag(beta), the whole sequence as one chunk."""
+    with torch.autocast(device_type=q.device.type, enabled=False):
+        dtype = torch.promote_types(q.dtype, torch.float32)
+        q, k, beta = (x.to(dtype) for x in (q, k, beta))
+        T = k.shape[2]
+        kk = (k @ k.transpose(-1, -2)).tril(-1)
+        attn = (q @ k.transpose(-1, -2)).tril()
+        if log_alpha is not None:
+            g = log_alpha.to(dtype).cumsum(-1)
+            lower = torch.ones(T, T, dtype=torch.bool, device=k.device).tril()
+            ratio = torch.exp((g[..., :, None] - g[..., None, :]).masked_fill(~lower, -math.inf))
+            kk, attn = kk * ratio, attn * ratio
+        system = torch.eye(T, dtype=dtype, device=k.device) + beta[..., :, None] * kk
+        inv_beta = torch.linalg.solve_triangular(system, torch.diag_embed(beta), upper=False, unitriangular=True)
+    return attn @ inv_beta

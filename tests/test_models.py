@@ -76,3 +76,39 @@ def test_readme_plugin_feature_map_trains_end_to_end(repo_root, store_path):
     fmap = model.blocks[0].mixer.feature_map
     assert type(fmap).__name__ == "ExpMap" and fmap.out_dim == 8
     assert (fmap(torch.randn(3, 8)) > 0).all()
+
+
+def test_hybrid_patterns_ratios_and_state_size():
+    common = dict(vocab_size=50, d_model=32, n_heads=2, max_len=64, conv_kernel=0)
+    kinds = lambda m: [type(b.mixer).__name__ for b in m.blocks]  # noqa: E731
+    m = models.build("hybrid", n_layers=4, pattern="LLLS", **common)
+    assert kinds(m) == ["LinearAttention"] * 3 + ["SoftmaxAttention"]
+    assert kinds(models.build("hybrid", n_layers=4, pattern="delta,softmax", **common)) == ["DeltaRule", "SoftmaxAttention"] * 2
+    assert kinds(models.build("hybrid", n_layers=4, ratio="3:1", ratio_mixer="delta", **common)) == ["DeltaRule"] * 3 + ["SoftmaxAttention"]
+    soft, lin = models.build("softmax", n_layers=1, **common), models.build("linear", n_layers=1, **common)
+    assert m.state_size(100) == 3 * lin.state_size(100) + soft.state_size(100)
+    gated = models.build("hybrid", n_layers=2, pattern="DS", layer_options={"delta": {"gated": True}}, **common)
+    assert gated.blocks[0].mixer.gate is not None
+    with pytest.raises(ValueError, match="multiple of the pattern length"):
+        models.build("hybrid", n_layers=3, pattern="LS", **common)
+    with pytest.raises(ValueError, match="use letters"):
+        models.build("hybrid", n_layers=2, pattern="LX", **common)
+    with pytest.raises(ValueError, match="ratio must look like"):
+        models.build("hybrid", n_layers=2, ratio="three", **common)
+
+
+@pytest.mark.parametrize("case", [dict(name="softmax"), dict(name="linear"), dict(name="linear", feature_map="taylor"),
+                                  dict(name="linear", normalize="none"), dict(name="delta"),
+                                  dict(name="delta", gated=True)])
+def test_attention_view_reproduces_the_mixer_output(case):
+    """weights @ values, through the output projection, is exactly what the mixer computes."""
+    torch.manual_seed(0)
+    opts = dict(case)
+    model = models.build(opts.pop("name"), vocab_size=20, d_model=16, n_layers=1, n_heads=2, max_len=12, **opts)
+    mixer = model.blocks[0].mixer
+    x = torch.randn(3, 12, 16)
+    view = mixer.attention(x)
+    assert view.weights.shape == (3, 2, 12, 12)
+    assert (view.weights.triu(1) == 0).all()  # causal
+    mixed = mixer.merge_heads(view.weights @ view.values.float())
+    torch.testing.assert_close(mixer.out(mixed), mixer(x), rtol=1e-4, atol=1e-5)

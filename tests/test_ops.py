@@ -19,16 +19,19 @@ def naive_linear(q, k, v, eps):
     return out
 
 
-def naive_delta(q, k, v, beta, s0):
-    B, H, T, _ = q.shape
+def naive_delta(q, k, v, beta, s0, alpha=None):
+    """S_t = alpha_t (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T, written out literally."""
+    B, H, T, dk = q.shape
     out = torch.zeros_like(v)
     state = s0.clone()
+    eye = torch.eye(dk, dtype=q.dtype)
     for t in range(T):
         for b in range(B):
             for h in range(H):
-                S = state[b, h]
-                u = beta[b, h, t] * (v[b, h, t] - S.T @ k[b, h, t])
-                state[b, h] = S + torch.outer(k[b, h, t], u)
+                a = 1.0 if alpha is None else alpha[b, h, t]
+                kt = k[b, h, t]
+                state[b, h] = a * (eye - beta[b, h, t] * torch.outer(kt, kt)) @ state[b, h] \
+                    + beta[b, h, t] * torch.outer(kt, v[b, h, t])
                 out[b, h, t] = state[b, h].T @ q[b, h, t]
     return out, state
 
@@ -94,3 +97,49 @@ def test_no_nan_at_long_length_float32():
     q, k, v = (torch.randn(1, 1, 16384, 16) for _ in range(3))
     assert torch.isfinite(ops.linear_attention(q, k, v)).all()
     assert torch.isfinite(ops.delta_rule(unit(q), unit(k), v, torch.rand(1, 1, 16384))).all()
+
+
+@pytest.mark.parametrize("mode", ["chunk", "recurrent"])
+def test_gated_delta_rule_matches_naive_loop(mode):
+    q, k, v = unit(rand(2, 2, 13, 4)), unit(rand(2, 2, 13, 4)), rand(2, 2, 13, 3)
+    beta, s0 = torch.rand(2, 2, 13, dtype=torch.float64), rand(2, 2, 4, 3)
+    alpha = 0.05 + 0.95 * torch.rand(2, 2, 13, dtype=torch.float64)  # strong decay: products reach ~1e-10
+    out, state = ops.delta_rule(q, k, v, beta, mode=mode, initial_state=s0, return_state=True, chunk_size=5,
+                                log_alpha=alpha.log())
+    ref_out, ref_state = naive_delta(q, k, v, beta, s0, alpha)
+    torch.testing.assert_close(out, ref_out, rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(state, ref_state, rtol=1e-10, atol=1e-10)
+
+
+def test_gated_delta_gradients_and_gradcheck():
+    q, k = unit(rand(1, 2, 21, 4)).requires_grad_(), unit(rand(1, 2, 21, 4)).requires_grad_()
+    v, beta = rand(1, 2, 21, 3).requires_grad_(), torch.rand(1, 2, 21, dtype=torch.float64).requires_grad_()
+    log_alpha = (-torch.rand(1, 2, 21, dtype=torch.float64)).requires_grad_()
+    grads = {}
+    for mode in ("chunk", "recurrent"):
+        out, state = ops.delta_rule(q, k, v, beta, mode=mode, return_state=True, chunk_size=8, log_alpha=log_alpha)
+        grads[mode] = torch.autograd.grad(out.sum() + state.square().sum(), (q, k, v, beta, log_alpha))
+    for a, b in zip(grads["chunk"], grads["recurrent"]):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-9)
+    small = [x[:, :1, :5].detach().requires_grad_() for x in (q, k, v, beta, log_alpha)]
+    assert torch.autograd.gradcheck(lambda a, b, c, d, e: ops.delta_rule(a, b, c, d, chunk_size=2, log_alpha=e), small)
+
+
+def test_delta_rule_float32_modes_agree_at_odd_length():
+    q, k = unit(rand(2, 2, 150, 16, dtype=torch.float32)), unit(rand(2, 2, 150, 16, dtype=torch.float32))
+    v, beta = rand(2, 2, 150, 16, dtype=torch.float32), torch.rand(2, 2, 150)
+    s0 = rand(2, 2, 16, 16, dtype=torch.float32)
+    a = ops.delta_rule(q, k, v, beta, mode="chunk", initial_state=s0, chunk_size=64)
+    b = ops.delta_rule(q, k, v, beta, mode="recurrent", initial_state=s0)
+    assert ((a - b).square().mean().sqrt() / b.square().mean().sqrt()) < 1e-5
+
+
+def test_kernels_keep_float32_under_bf16_autocast():
+    q, k, v = (torch.randn(1, 1, 40, 8, dtype=torch.bfloat16) for _ in range(3))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        lin = ops.linear_attention(q, k, v)
+        delta, state = ops.delta_rule(unit(q.float()).bfloat16(), unit(k.float()).bfloat16(), v,
+                                      torch.rand(1, 1, 40).bfloat16(), return_state=True)
+    assert lin.dtype == torch.bfloat16 and state.dtype == torch.float32
+    ref = ops.linear_attention(q.double(), k.double(), v.double())
+    assert ((lin.double() - ref).abs().max()) < 0.05

@@ -1,0 +1,8 @@
+"""Kernel forward+backward time against T (SDPA, linear chunk/recurrent, delta chunk/recurrent).
+
+    python benchmarks/kernels.py        # same as `evalsuite bench kernels`; --help for options
+"""
+from evalsuite.cli import bench_kernels
+
+if __name__ == "__main__":
+    bench_kernels()

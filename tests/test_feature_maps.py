@@ -1,0 +1,99 @@
+"""Feature maps against closed forms and independent loops."""
+import math
+
+import pytest
+import torch
+
+from evalsuite import models
+from evalsuite.models import feature_maps as fm, ops
+
+torch.manual_seed(0)
+
+
+@pytest.mark.parametrize("name", fm.names())
+def test_declared_nonnegative_kernels_are_nonnegative(name):
+    fmap = fm.get(name, 8)
+    q, k = torch.randn(500, 8, dtype=torch.float64) * 3, torch.randn(500, 8, dtype=torch.float64) * 3
+    kernel = (fmap.forward_query(q.float()) @ fmap.forward_key(k.float()).T)
+    assert fmap(q.float()).shape[-1] == fmap.out_dim
+    if fmap.nonnegative:
+        assert (kernel >= 0).all()
+    else:
+        assert (kernel < 0).any()  # the flag is not merely conservative
+
+
+def test_taylor_kernel_closed_form():
+    d = 6
+    q, k = torch.randn(40, d, dtype=torch.float64), torch.randn(40, d, dtype=torch.float64)
+    taylor = fm.get("taylor", d)
+    assert taylor.out_dim == 1 + d + d * (d + 1) // 2
+    dot = q @ k.T
+    torch.testing.assert_close(taylor(q) @ taylor(k).T, 1 + dot / math.sqrt(d) + dot ** 2 / (2 * d),
+                               rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("nu", [1, 2, 3])
+def test_dpfp_matches_the_paper_loop(nu):
+    d = 4
+    x = torch.randn(5, d, dtype=torch.float64)
+    dpfp = fm.get("dpfp", d, nu=nu)
+    assert dpfp.out_dim == 2 * d * nu
+    expected = torch.zeros(5, 2 * d * nu, dtype=torch.float64)
+    for n in range(5):
+        r = [max(float(x[n, i]), 0.0) for i in range(d)] + [max(-float(x[n, i]), 0.0) for i in range(d)]
+        for j in range(1, nu + 1):
+            for i in range(2 * d):
+                expected[n, (j - 1) * 2 * d + i] = r[i] * r[(i - j) % (2 * d)]
+    torch.testing.assert_close(dpfp(x), expected)
+    assert (dpfp(x) >= 0).all()
+
+
+def test_dpfp_rejects_bad_nu():
+    with pytest.raises(ValueError, match="nu must be an integer"):
+        fm.get("dpfp", 4, nu=0)
+
+
+def test_performer_estimate_improves_with_more_features():
+    d = 8
+    q, k = torch.randn(64, d) * 0.5, torch.randn(64, d) * 0.5
+    exact = torch.exp(q @ k.T / math.sqrt(d))
+    errors = {}
+    for m in (8, 64, 512, 4096):
+        trials = []
+        for seed in range(5):
+            torch.manual_seed(seed)
+            perf = fm.get("performer", d, n_features=m)
+            trials.append(((perf(q) @ perf(k).T - exact).abs() / exact).mean())
+        errors[m] = float(torch.stack(trials).mean())
+    values = list(errors.values())
+    assert all(a > b for a, b in zip(values, values[1:])), errors
+    assert errors[4096] < 0.05, errors
+
+
+def test_performer_stabilised_attention_equals_the_estimator_and_is_fixed_between_resamples():
+    d = 8
+    perf = fm.get("performer", d, n_features=32)
+    assert "projection" in perf.state_dict()  # a buffer: saved with the model, not trained
+    q, k, v = torch.randn(1, 1, 20, d), torch.randn(1, 1, 20, d) * 3, torch.randn(1, 1, 20, 4)
+    out = ops.linear_attention(q, k, v, feature_map=perf, mode="chunk", chunk_size=8, eps=1e-12)
+    phi_q, phi_k = perf(q), perf(k)  # the unbiased, unstabilised estimator
+    ref = ops.linear_attention(phi_q, phi_k, v, feature_map=None, mode="quadratic", eps=0.0)
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-5)
+    before = perf.projection.clone()
+    perf(q)
+    assert torch.equal(perf.projection, before)
+    perf.resample()
+    assert not torch.equal(perf.projection, before)
+
+
+def test_hedgehog_starts_at_identity_inside_a_model():
+    model = models.build("linear", vocab_size=20, d_model=16, n_layers=1, n_heads=2, max_len=8, feature_map="hedgehog")
+    hedgehog = model.blocks[0].mixer.feature_map
+    x = torch.randn(3, 8)
+    torch.testing.assert_close(hedgehog.forward_key(x), torch.softmax(torch.cat([x, -x], -1), -1))
+    assert hedgehog.query_proj is not hedgehog.key_proj  # queries and keys are mapped differently once trained
+
+
+def test_identity_map_refuses_the_z_denominator():
+    with pytest.raises(ValueError, match="can be negative"):
+        models.build("linear", vocab_size=20, d_model=16, n_layers=1, n_heads=1, max_len=8, feature_map="identity")
