@@ -1,4 +1,4 @@
-"""Command line: ``evalsuite run | list | report``.
+"""Command line: ``evalsuite run | list | sample | report | bench``.
 
 Exit status: 0 success, 1 a run that failed or diverged (the store says why), 2 bad input.
 """
@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from evalsuite import __version__
+from evalsuite.registry import UnknownName
 
 
 class BadInput(click.ClickException):
@@ -217,6 +218,163 @@ def report(store_path, output):
             for r in df.itertuples()]
     path = builder.write(runs, output, title=f"evalsuite report: {len(runs)} runs")
     click.echo(str(path))
+
+
+@main.group()
+def bench() -> None:
+    """Benchmarks that print figures (kernels, decoding)."""
+
+
+def _device_name(device: str) -> str:
+    from evalsuite import environment
+
+    try:
+        return str(environment.resolve_device(device))
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+
+
+def _lengths(text: str, name: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise BadInput(f"--{name}: expected comma-separated positive integers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise BadInput(f"--{name}: expected comma-separated positive integers, got {text!r}")
+    return values
+
+
+@bench.command(name="kernels")
+@click.option("--lengths", default="256,512,1024,2048,4096,8192,16384", show_default=True, help="sequence lengths T")
+@click.option("--dim", default=64, show_default=True, type=click.IntRange(min=1), help="head size d")
+@click.option("--heads", default=4, show_default=True, type=click.IntRange(min=1))
+@click.option("--batch", default=1, show_default=True, type=click.IntRange(min=1))
+@click.option("--recurrent-max", default=8192, show_default=True, type=click.IntRange(min=1),
+              help="skip the recurrent loops beyond this length")
+@click.option("--device", default="auto", show_default=True, type=click.Choice(["auto", "cpu", "cuda"]))
+def bench_kernels(lengths, dim, heads, batch, recurrent_max, device):
+    """Forward+backward time of SDPA, linear and delta kernels against T, with the crossover."""
+    from evalsuite import bench as benchmarks
+
+    benchmarks.kernels(_lengths(lengths, "lengths"), batch=batch, heads=heads, dim=dim, device=_device_name(device), recurrent_max=recurrent_max, echo=click.echo)
+
+
+@bench.command(name="decode")
+@click.option("--contexts", default="1024,4096,16384,65536", show_default=True, help="context lengths")
+@click.option("--d-model", default=256, show_default=True, type=click.IntRange(min=1))
+@click.option("--layers", default=2, show_default=True, type=click.IntRange(min=1))
+@click.option("--heads", default=4, show_default=True, type=click.IntRange(min=1))
+@click.option("--device", default="auto", show_default=True, type=click.Choice(["auto", "cpu", "cuda"]))
+def bench_decode(contexts, d_model, layers, heads, device):
+    """Per-token decode time and state bytes: softmax's KV cache against linear/delta's fixed state."""
+    from evalsuite import bench as benchmarks
+
+    if d_model % heads:
+        raise BadInput(f"--d-model ({d_model}) must be divisible by --heads ({heads})")
+    benchmarks.decode(_lengths(contexts, "contexts"), d_model=d_model, n_layers=layers, n_heads=heads,
+                      device=_device_name(device), echo=click.echo)
+
+
+@main.group()
+def analyze() -> None:
+    """Why recall fails: memory capacity, key interference, attention sharpness."""
+
+
+def _load_run(store_path, run):
+    from evalsuite.store import Store
+    from evalsuite.train import load_trained
+
+    store = Store(store_path)
+    if not store.path.exists():
+        raise BadInput(f"--store: no results store at {store.path}")
+    try:
+        return load_trained(store, store.find(run))
+    except (KeyError, FileNotFoundError) as exc:
+        raise BadInput(f"--run: {exc.args[0]}") from None
+
+
+def _table(df, floatfmt: str = "{:.3f}") -> str:
+    return df.to_string(index=False, float_format=lambda x: floatfmt.format(x))
+
+
+@analyze.command(name="capacity")
+@click.option("--memory", default="linear", show_default=True, type=click.Choice(["softmax", "linear", "delta"]))
+@click.option("--feature-map", default=None, help="feature map of a linear memory (default elu1)")
+@click.option("--option", "map_options", multiple=True, metavar="KEY=VALUE", help="feature-map option, e.g. nu=2")
+@click.option("--d-key", default=16, show_default=True, type=click.IntRange(min=1))
+@click.option("--pairs", default="4,8,12,16,24,32,48,64", show_default=True, help="numbers of stored pairs S")
+@click.option("--trained/--analytic", default=False, show_default=True,
+              help="train the one-layer probe per S (Schlag et al. 6.1) or write random pairs without training")
+@click.option("--setting", default=1, show_default=True, type=click.Choice(["1", "2"]),
+              help="trained probe: 1 each key written once, 2 keys recur and the latest value counts")
+@click.option("--steps", default=4000, show_default=True, type=click.IntRange(min=1), help="trained probe: steps per S")
+@click.option("--threshold", default=0.99, show_default=True, type=click.FloatRange(0, 1))
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0))
+@click.option("--csv", "csv_path", default=None, type=click.Path(dir_okay=False), help="also write the table as CSV")
+def analyze_capacity(memory, feature_map, map_options, d_key, pairs, trained, setting, steps, threshold, seed, csv_path):
+    """Retrieval accuracy of one memory as the number of stored pairs grows; prints the knee."""
+    from evalsuite import analysis
+    from evalsuite.config import parse_value
+
+    options = {}
+    for item in map_options:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise BadInput(f"--option {item!r}: expected KEY=VALUE, e.g. --option nu=2")
+        options[key.strip()] = parse_value(value.strip())
+    extra = dict(setting=int(setting), steps=steps, echo=click.echo) if trained else {}
+    try:
+        df = analysis.capacity_probe(memory, feature_map=feature_map, d_key=d_key, pairs=_lengths(pairs, "pairs"),
+                                     trained=trained, seed=seed, feature_map_options=options or None, **extra)
+    except (ValueError, TypeError, UnknownName) as exc:
+        raise BadInput(str(exc)) from None
+    click.echo(_table(df[["memory", "pairs", "accuracy", "loss", "state_floats"]]))
+    click.echo(f"knee (largest S at >= {threshold}): {analysis.knee(df, threshold)}; "
+               f"50% point: {analysis.half_point(df):.1f}")
+    if csv_path:
+        df.to_csv(csv_path, index=False)
+
+
+@analyze.command(name="sharpness")
+@click.option("--run", "run", required=True, help="run id (or a unique prefix) from the store")
+@click.option("--store", "store_path", default=None, type=click.Path(dir_okay=False))
+@click.option("--examples", default=256, show_default=True, type=click.IntRange(min=1))
+def analyze_sharpness(run, store_path, examples):
+    """Entropy, largest weight, top-k mass and answer mass per layer and head of a stored run."""
+    from evalsuite.analysis import sharpness as sharp_mod
+
+    config, model, test = _load_run(store_path, run)
+    df = sharp_mod.attention_sharpness(model, test.inputs[:examples], test.targets[:examples])
+    if df.empty:
+        raise BadInput("--run: the test set has no graded positions")
+    click.echo(f"{config['model']['name']} on {config['task']['name']}, {examples} test examples")
+    click.echo(_table(df.groupby(["layer", "head", "mixer"])[sharp_mod.COLUMNS].mean().reset_index()))
+    click.echo("\nagainst context length:")
+    click.echo(_table(sharp_mod.by_context(df)))
+
+
+@analyze.command(name="interference")
+@click.option("--run", "run", required=True, help="run id (or a unique prefix) from the store")
+@click.option("--store", "store_path", default=None, type=click.Path(dir_okay=False))
+@click.option("--examples", default=256, show_default=True, type=click.IntRange(min=1))
+def analyze_interference(run, store_path, examples):
+    """Key coherence, effective rank and cross-talk per layer and head of a stored run."""
+    import pandas as pd
+
+    from evalsuite.analysis import classify_errors
+    from evalsuite.analysis import interference as inter_mod
+
+    config, model, test = _load_run(store_path, run)
+    x, y = test.inputs[:examples], test.targets[:examples]
+    queries, ex = inter_mod.key_interference(model, x, y)
+    click.echo(f"{config['model']['name']} on {config['task']['name']}, {examples} test examples")
+    click.echo(_table(pd.DataFrame(inter_mod.summarize(queries, ex))))
+    click.echo("\nagainst the number of stored keys:")
+    click.echo(_table(inter_mod.by_keys(ex)))
+    with __import__("torch").no_grad():
+        errors = classify_errors(x, y, model(x).argmax(-1))
+    click.echo(f"\nanswers: {errors['correct']} right, {errors['other_value']} another value of the context "
+               f"(interference), {errors['not_a_value']} not a value there")
 
 
 if __name__ == "__main__":

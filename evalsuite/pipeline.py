@@ -26,6 +26,8 @@ def execute(config: dict, *, device: str = "auto", store: Store | None = None, f
     result = train_run(config, dev, progress=progress)
     result.env = env
     if store is not None:
+        if result.ok and result.model is not None:
+            store.save_weights(run_id, result.model.state_dict())  # for `evalsuite analyze --run`
         store.finish(run_id, result.status, result.metrics, result.error, result.history)
     return result
 

@@ -50,6 +50,38 @@ class Store:
     def __init__(self, path: str | os.PathLike | None = None):
         self.path = Path(path) if path is not None else default_path()
 
+    def find(self, prefix: str) -> str:
+        """The full run id starting with ``prefix``; ``KeyError`` when none or several match."""
+        with self.connect(create=False) as conn:
+            ids = [r[0] for r in conn.execute("SELECT run_id FROM runs WHERE run_id LIKE ? LIMIT 5",
+                                              (prefix.replace("%", "").replace("_", "") + "%",))]
+        if len(ids) != 1:
+            raise KeyError(f"run id {prefix!r} matches {'no run' if not ids else 'several runs: ' + ', '.join(ids)} "
+                           f"in {self.path}")
+        return ids[0]
+
+    def weights_path(self, run_id: str) -> Path:
+        """Trained weights of a run live beside the store: ``<store dir>/weights/<run_id>.pt``."""
+        return self.path.parent / "weights" / f"{run_id}.pt"
+
+    def save_weights(self, run_id: str, state_dict: dict) -> Path:
+        import torch
+
+        path = self.weights_path(run_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".pt.tmp")
+        torch.save({k: v.detach().cpu() for k, v in state_dict.items()}, tmp)
+        os.replace(tmp, path)  # atomic: a reader never sees half a file
+        return path
+
+    def load_weights(self, run_id: str) -> dict:
+        import torch
+
+        path = self.weights_path(run_id)
+        if not path.exists():
+            raise FileNotFoundError(f"no saved weights for run {run_id} (looked for {path}); rerun it with --force")
+        return torch.load(path, map_location="cpu", weights_only=True)
+
     @contextmanager
     def connect(self, create: bool = True) -> Iterator[sqlite3.Connection]:
         if create:

@@ -17,7 +17,9 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
+from evalsuite import analysis
 from evalsuite import config as cfg
+from evalsuite.models.feature_maps import FeatureMap
 from evalsuite.tasks import IGNORE, Batch
 
 SPLITS = {"train": 0, "val": 1, "test": 2}
@@ -53,15 +55,16 @@ def split_seed(seed: int, split: str, segment: int = 0) -> int:
     return (3 * seed + SPLITS[split]) * MAX_SEGMENTS + segment
 
 
-def make_data(task_section: dict, train: dict, seed: int) -> tuple[dict[str, Batch], list[Batch], list]:
-    """Train/val/test splits of the training mixture, plus one test set per eval segment."""
+def make_data(task_section: dict, train: dict, seed: int, splits=tuple(SPLITS)) -> tuple[dict[str, Batch], list[Batch], list]:
+    """Train/val/test splits of the training mixture (or those in ``splits``), plus one test set
+    per eval segment."""
     objs = cfg.task_objects(task_section)
     mixture = objs["train"]
     if len(mixture) + len(objs["eval"]) > MAX_SEGMENTS:
         raise ValueError(f"at most {MAX_SEGMENTS} segments are supported")
     total = sum(share for _, share in mixture)
     data = {}
-    for split in SPLITS:
+    for split in splits:
         n = train[f"num_{split}"]
         counts = [max(1, round(n * share / total)) for _, share in mixture]
         data[split] = Batch.concat([task.generate(c, split_seed(seed, split, i))
@@ -160,6 +163,25 @@ def train_step(model, optimizer, batch: Batch, grad_clip: float, autocast) -> fl
     return loss.detach().item()
 
 
+def load_trained(store, run_id: str):
+    """``(config, model with its saved weights, test batch)`` of a finished run, for analysis."""
+    row = store.get(run_id)
+    if row is None:
+        raise KeyError(f"no run {run_id!r} in {store.path}")
+    config = row["config"]
+    data, _, tasks_ = make_data(config["task"], config["train"], config["seed"], splits=("test",))
+    model = cfg.build_model(config["model"], max(t.vocab_size for t in tasks_))
+    model.load_state_dict(store.load_weights(row["run_id"]))
+    return config, model.eval(), data["test"]
+
+
+def resample_feature_maps(model: torch.nn.Module) -> None:
+    """Redraw every random feature map of ``model`` (a no-op for deterministic maps)."""
+    for module in model.modules():
+        if isinstance(module, FeatureMap):
+            module.resample()
+
+
 def train_run(config: dict, device: torch.device, progress: bool | None = None) -> RunResult:
     """Train and test one validated configuration. Failures are returned, not raised."""
     run_id = cfg.run_id(config)
@@ -213,6 +235,8 @@ def _train(config: dict, device: torch.device, result: RunResult, progress: bool
         if not math.isfinite(loss_value):
             raise Diverged(f"training loss became {loss_value} at step {step}")
         bar.update(1)
+        if train["resample_every"] and step % train["resample_every"] == 0:
+            resample_feature_maps(model)  # between steps: never inside a sequence
 
         if step % train["eval_every"] == 0 or step == total_steps:
             val = evaluate(model, data["val"], device, train["precision"])
@@ -244,6 +268,12 @@ def _train(config: dict, device: torch.device, result: RunResult, progress: bool
         accuracy=test["accuracy"], loss=test["loss"], graded=test["graded"], majority_rate=majority_rate(data["test"]),
         val_accuracy=best["accuracy"], best_step=best["step"], steps=step, train_loss=loss_value,
         train_time_s=train_time, steps_per_s=step / max(train_time, 1e-9), slices=slices)
+    result.metrics.update(state_bytes_fp32=analysis.state_size(model, seq_len)["bytes"])
+    try:  # sharpness, interference and error classes of the test set; never fails the run
+        test_batch = data["test"][:analysis.ANALYSIS_EXAMPLES].to(device)
+        result.metrics["analysis"] = analysis.summary(model, test_batch.inputs, test_batch.targets)
+    except Exception as exc:  # noqa: BLE001 - recorded, the run's accuracy stands
+        result.metrics["analysis"] = {"error": f"{type(exc).__name__}: {exc}"}
 
 
 def _progress_bar(total: int, show: bool, desc: str):

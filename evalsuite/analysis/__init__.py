@@ -1,0 +1,44 @@
+"""Why a model fails to recall: memory capacity, key interference, attention sharpness, errors.
+
+Python: ``capacity_probe``, ``knee``, ``half_point``, ``attention_sharpness``, ``key_interference``,
+``classify_errors``, ``state_size``; ``summary(model, batch)`` is what every run records."""
+from __future__ import annotations
+
+import torch
+
+from . import interference, sharpness
+from .attention import answer_positions, attention_views
+from .capacity import analytic_probe, capacity_probe, half_point, knee, trained_probe
+from .errors import classify_errors
+from .interference import coherence, crosstalk, gram, key_interference
+from .sharpness import attention_sharpness, row_stats
+from .state import DTYPE_BYTES, state_size
+
+ANALYSIS_EXAMPLES = 256  # test examples each run analyses (T x T matrices per layer: keep it small)
+
+
+@torch.no_grad()
+def summary(model, inputs: torch.Tensor, targets: torch.Tensor, max_examples: int = ANALYSIS_EXAMPLES) -> dict:
+    """Sharpness and interference per layer and head, and the error classes, on the first
+    ``max_examples`` examples; mixers that expose no weights get only the error classes."""
+    inputs, targets = inputs[:max_examples], targets[:max_examples]
+    model.eval()
+    predictions = model(inputs).argmax(-1)
+    out: dict = {"examples": int(inputs.shape[0]), "errors": classify_errors(inputs, targets, predictions)}
+    try:
+        sharp = attention_sharpness(model, inputs, targets)
+        queries, examples = key_interference(model, inputs, targets)
+    except NotImplementedError as exc:
+        out["unavailable"] = str(exc)
+        return out
+    out["sharpness"] = sharpness.summarize(sharp)
+    out["sharpness_by_context"] = sharpness.by_context(sharp).to_dict("records")
+    out["interference"] = interference.summarize(queries, examples)
+    out["interference_by_keys"] = interference.by_keys(examples).to_dict("records")
+    return out
+
+
+__all__ = ["ANALYSIS_EXAMPLES", "DTYPE_BYTES", "analytic_probe", "answer_positions", "attention_views",
+           "attention_sharpness", "capacity_probe", "classify_errors", "coherence", "crosstalk", "gram", "half_point",
+           "interference", "key_interference", "knee", "row_stats", "sharpness", "state_size", "summary",
+           "trained_probe"]

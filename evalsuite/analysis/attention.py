@@ -1,0 +1,52 @@
+"""Each layer's explicit mixing matrix for a batch, and where each graded query's answer sits."""
+from __future__ import annotations
+
+import torch
+
+from evalsuite.models import AttentionView
+from evalsuite.tasks import IGNORE
+
+
+@torch.no_grad()
+def attention_views(model, inputs: torch.Tensor) -> tuple[torch.Tensor, list[AttentionView]]:
+    """``(logits, one AttentionView per layer)`` for ``inputs [B, T]``; the views come from each
+    mixer's input as recorded by a forward hook (after norm and short convolution)."""
+    captured: list[torch.Tensor] = []
+    hooks = [block.mixer.register_forward_pre_hook(lambda _m, args: captured.append(args[0]))
+             for block in model.blocks]
+    try:
+        logits = model(inputs)
+    finally:
+        for h in hooks:
+            h.remove()
+    views = [block.mixer.attention(x) for block, x in zip(model.blocks, captured)]
+    return logits, views
+
+
+def answer_positions(inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """``[B, T]``: for each graded position t, the latest j < t whose input token is t's target
+    (the value a recall query must fetch); -1 where ungraded or the answer is not in the context."""
+    B, T = inputs.shape
+    earlier = torch.ones(T, T, dtype=torch.bool, device=inputs.device).tril(-1)        # j < t
+    match = (inputs[:, None, :] == targets[:, :, None]) & earlier & (targets != IGNORE)[:, :, None]
+    index = torch.arange(T, device=inputs.device).expand(B, T, T)
+    return torch.where(match, index, -1).amax(-1)
+
+
+def mixer_name(block) -> str:
+    return type(block.mixer).__name__
+
+
+def answer_reach(model) -> int:
+    """How many positions from the answer's can carry it into a mixer: the answer itself and the
+    next ``conv_kernel - 1`` (the short convolution mixes a token into those that follow)."""
+    backbone = getattr(model, "backbone", None)
+    return max(1, getattr(backbone, "conv_kernel", 0) or 1)
+
+
+def answer_window(answers: torch.Tensor, positions: torch.Tensor, T: int, reach: int) -> torch.Tensor:
+    """``[Q, T]`` mask of a ≤ j < a + reach and j <= position for each query's answer position a
+    (all False where a = -1)."""
+    j = torch.arange(T, device=answers.device)[None, :]
+    a, t = answers[:, None], positions[:, None]
+    return (a >= 0) & (j >= a) & (j < a + reach) & (j <= t)

@@ -1,0 +1,250 @@
+"""Memory capacity: how many (key, value) pairs a memory holds before reads go wrong.
+
+Two probes of one memory layer, S pairs written then read back:
+
+* analytic (``trained=False``): random unit keys and values, no learning. Shows the geometry
+  alone: m linearly independent feature vectors fit in an m-dimensional linear memory.
+* trained (``trained=True``, Schlag et al. 2021, section 6.1): S key symbols with learned key and
+  query projections, fresh random values every sequence, one read; trained per S until it
+  retrieves everything or stalls. Setting 1 writes each key once; setting 2 writes more pairs
+  than keys, so keys recur and the latest value is the answer (the reason the delta rule exists).
+
+``knee(df)`` is the largest S still retrieved at >= 99%; ``half_point(df)`` interpolates 50%.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from evalsuite.models import feature_maps, ops
+
+MEMORIES = ("softmax", "linear", "delta")
+
+
+def _check(memory: str, d_key: int, pairs) -> list[int]:
+    if memory not in MEMORIES:
+        raise ValueError(f"memory must be one of {', '.join(MEMORIES)}, got {memory!r}")
+    if not isinstance(d_key, int) or d_key < 1:
+        raise ValueError(f"d_key must be a positive integer, got {d_key!r}")
+    pairs = [int(s) for s in pairs]
+    if not pairs or min(pairs) < 1:
+        raise ValueError(f"pairs must be positive integers, got {pairs!r}")
+    return pairs
+
+
+class Memory(nn.Module):
+    """Write keys/values ``[N, S, d]`` with optional beta ``[N, S]``, read queries ``[N, R, d]``."""
+
+    def __init__(self, memory: str, d_key: int, feature_map=None, feature_map_options=None,
+                 softmax_scale: float | None = None):
+        super().__init__()
+        self.memory = memory
+        self.fmap = None
+        if memory == "linear":
+            self.fmap = feature_maps.get(feature_map or "elu1", d_key, **(feature_map_options or {}))
+            if not self.fmap.nonnegative:
+                raise ValueError(f"feature map {feature_map!r} can be negative; the probe's linear memory uses the z-denominator")
+        elif feature_map is not None:
+            raise ValueError(f"memory {memory!r} takes no feature map (got {feature_map!r})")
+        # unit keys: q.k_i = 1 against ~N(0, 1/d) for the others; a scale of 2d separates them
+        self.softmax_scale = 2.0 * d_key if softmax_scale is None else softmax_scale
+
+    def state_floats(self, n_pairs: int, d_key: int, d_value: int) -> int:
+        if self.memory == "softmax":
+            return n_pairs * (d_key + d_value)
+        if self.memory == "linear":
+            return self.fmap.out_dim * (d_value + 1)
+        return d_key * d_value
+
+    def forward(self, keys, values, queries, beta=None, scale=None):
+        if self.memory == "softmax":
+            if scale is None:  # analytic: cosine scores at a fixed sharp temperature
+                queries, keys, scale = F.normalize(queries, dim=-1), F.normalize(keys, dim=-1), self.softmax_scale
+            weights = torch.softmax(scale * queries @ keys.transpose(-1, -2), -1)
+            return weights @ values
+        if self.memory == "linear":
+            phi_k, phi_q = self.fmap.forward_key(keys), self.fmap.forward_query(queries)
+            state = phi_k.transpose(-1, -2) @ values
+            z = phi_k.sum(-2)
+            return (phi_q @ state) / ((phi_q * z[:, None]).sum(-1, keepdim=True) + 1e-6)
+        beta = torch.ones(keys.shape[:2], device=keys.device) if beta is None else beta
+        _, state = ops.delta_rule(keys[:, None], keys[:, None], values[:, None], beta[:, None], return_state=True)
+        return queries @ state[:, 0]
+
+
+def _retrieval(read, values_true, candidates):
+    """accuracy: the read is nearest (cosine) to its own value among ``candidates`` [N, C, d]."""
+    sims = F.normalize(read, dim=-1) @ F.normalize(candidates, dim=-1).transpose(-1, -2)  # [N, R, C]
+    target = F.normalize(values_true, dim=-1)
+    own = (F.normalize(read, dim=-1) * target).sum(-1, keepdim=True)
+    correct = (sims <= own + 1e-6).all(-1)
+    return correct.float().mean().item(), F.mse_loss(read, values_true).item()
+
+
+def analytic_probe(memory: str, d_key: int, pairs, *, feature_map=None, feature_map_options=None,
+                   d_value: int | None = None, trials: int = 64, seed: int = 0) -> pd.DataFrame:
+    """Write S random (key, value) pairs (keys with unit-variance entries, unit values), read
+    every key back; one row per S. Accuracy: the read is nearest to its own value."""
+    pairs = _check(memory, d_key, pairs)
+    d_value = d_value or d_key
+    torch.manual_seed(seed)
+    mem = Memory(memory, d_key, feature_map, feature_map_options)
+    gen = torch.Generator().manual_seed(seed)
+    rows = []
+    with torch.no_grad():
+        for S in pairs:
+            keys = torch.randn(trials, S, d_key, generator=gen)  # unit-variance entries, like a projection's output
+            if memory == "delta":
+                keys = F.normalize(keys, dim=-1)  # the delta rule needs unit keys
+            values = F.normalize(torch.randn(trials, S, d_value, generator=gen), dim=-1)
+            read = mem(keys, values, keys)
+            acc, loss = _retrieval(read, values, values)
+            rows.append(_row(memory, feature_map, feature_map_options, d_key, S, acc, loss, False, 1,
+                             mem.state_floats(S, d_key, d_value)))
+    return pd.DataFrame(rows)
+
+
+def _row(memory, feature_map, options, d_key, S, acc, loss, trained, setting, state, **extra):
+    name = memory if memory != "linear" else f"linear/{feature_map or 'elu1'}"
+    if options:
+        name += "(" + ",".join(f"{k}={v}" for k, v in sorted(options.items())) + ")"
+    return {"memory": name, "kind": memory, "feature_map": feature_map if memory == "linear" else None,
+            "d_key": d_key, "pairs": S, "accuracy": acc, "loss": loss, "trained": trained, "setting": setting,
+            "state_floats": state, **extra}
+
+
+class TrainedProbe(nn.Module):
+    """Schlag et al. 6.1: learned key embeddings and key/query projections into one memory."""
+
+    def __init__(self, memory: str, d_key: int, n_keys: int, d_value: int, feature_map=None, feature_map_options=None,
+                 tie_query: bool = True):
+        super().__init__()
+        self.memory = memory
+        self.embed = nn.Embedding(n_keys, d_key)
+        self.key_proj = nn.Linear(d_key, d_key, bias=False)
+        # The read asks for a key that was written: by default through the same projection, so the
+        # probe measures what the memory holds, not how well two projections learn to agree.
+        self.query_proj = self.key_proj if tie_query else nn.Linear(d_key, d_key, bias=False)
+        self.beta = nn.Linear(d_key, 1) if memory == "delta" else None
+        self.log_scale = nn.Parameter(torch.tensor(math.log(d_key ** 0.5))) if memory == "softmax" else None
+        self.mem = Memory(memory, d_key, feature_map, feature_map_options)
+
+    def forward(self, key_ids, values, query_ids):
+        e_k, e_q = self.embed(key_ids), self.embed(query_ids)
+        k, q = self.key_proj(e_k), self.query_proj(e_q)
+        beta = None
+        if self.memory == "delta":  # unit keys keep the triangular solve bounded
+            k, q = F.normalize(k, dim=-1), F.normalize(q, dim=-1)
+            beta = torch.sigmoid(self.beta(e_k)).squeeze(-1)
+        scale = self.log_scale.exp() if self.log_scale is not None else None
+        return self.mem(k, values, q, beta=beta, scale=scale)
+
+
+def _probe_batch(n, S, n_keys, d_value, setting, gen, device):
+    """Setting 1: S distinct keys each written once. Setting 2: 2S writes of keys drawn from S
+    (keys recur); the answer is the latest value written for the queried key."""
+    if setting == 1:
+        key_ids = torch.argsort(torch.rand(n, n_keys, generator=gen), dim=1)[:, :S]
+    else:
+        key_ids = torch.randint(0, S, (n, 2 * S), generator=gen)
+    values = F.normalize(torch.randn(n, key_ids.shape[1], d_value, generator=gen), dim=-1)
+    pick = torch.randint(0, key_ids.shape[1], (n, 1), generator=gen)
+    query_ids = key_ids.gather(1, pick)
+    # the latest write of the queried key holds the answer
+    positions = torch.arange(key_ids.shape[1]).expand_as(key_ids)
+    latest = torch.where(key_ids == query_ids, positions, -1).amax(1, keepdim=True)
+    answer = values.gather(1, latest[..., None].expand(-1, 1, d_value))
+    # candidates: the distinct values alive at read time (the latest one of every key)
+    return key_ids.to(device), values.to(device), query_ids.to(device), answer.to(device)
+
+
+def trained_probe(memory: str, d_key: int, pairs, *, feature_map=None, feature_map_options=None,
+                  d_value: int | None = None, setting: int = 1, steps: int = 4000, batch_size: int = 128,
+                  lr: float = 1e-2, target: float = 0.999, tie_query: bool = True, seed: int = 0,
+                  device: str = "cpu", echo=None) -> pd.DataFrame:
+    """Train the probe per S (fresh model each) until it retrieves >= ``target`` or ``steps`` run out."""
+    pairs = _check(memory, d_key, pairs)
+    if setting not in (1, 2):
+        raise ValueError(f"setting must be 1 (each key written once) or 2 (keys recur), got {setting!r}")
+    d_value = d_value or d_key
+    dev = torch.device(device)
+    rows = []
+    for S in pairs:
+        start = time.perf_counter()
+        torch.manual_seed(seed)
+        gen = torch.Generator().manual_seed(seed)
+        n_keys = S
+        probe = TrainedProbe(memory, d_key, n_keys, d_value, feature_map, feature_map_options, tie_query).to(dev)
+        opt = torch.optim.Adam(probe.parameters(), lr=lr)
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
+        val = _probe_batch(1024, S, n_keys, d_value, setting, torch.Generator().manual_seed(10_000 + seed), dev)
+        best, step = (0.0, math.inf), 0
+        for step in range(1, steps + 1):
+            key_ids, values, query_ids, answer = _probe_batch(batch_size, S, n_keys, d_value, setting, gen, dev)
+            loss = F.mse_loss(probe(key_ids, values, query_ids), answer)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            sched.step()
+            if step % 100 == 0 or step == steps:
+                acc, val_loss = _evaluate_probe(probe, val)
+                best = max(best, (acc, -val_loss))
+                if acc >= target:
+                    break
+        acc, loss_value = best[0], -best[1]
+        rows.append(_row(memory, feature_map, feature_map_options, d_key, S, acc, loss_value, True, setting,
+                         probe.mem.state_floats(S, d_key, d_value), steps=step,
+                         seconds=time.perf_counter() - start))
+        if echo:
+            echo(f"  {rows[-1]['memory']:>20}  S={S:>4}  accuracy {acc:.3f}  loss {loss_value:.4f}  "
+                 f"({step} steps, {rows[-1]['seconds']:.1f} s)")
+    return pd.DataFrame(rows)
+
+
+@torch.no_grad()
+def _evaluate_probe(probe, batch):
+    key_ids, values, query_ids, answer = batch
+    read = probe(key_ids, values, query_ids)
+    # nearest among the values written in this sequence (in setting 2 an overwritten value is a wrong answer)
+    return _retrieval(read, answer, values)
+
+
+PAIRS = (4, 8, 12, 16, 24, 32, 48, 64)
+
+
+def capacity_probe(memory: str = "linear", feature_map=None, d_key: int = 16, pairs=PAIRS, *,
+                   trained: bool = False, seed: int = 0, **options) -> pd.DataFrame:
+    """One row per S with ``accuracy`` and ``loss`` (and ``state_floats``); see the module doc."""
+    probe = trained_probe if trained else analytic_probe
+    return probe(memory, d_key, pairs, feature_map=feature_map, seed=seed, **options)
+
+
+def knee(df: pd.DataFrame, threshold: float = 0.99, x: str = "pairs", y: str = "accuracy") -> int:
+    """Largest ``x`` such that every ``x`` up to it is retrieved at >= ``threshold`` (0 if none)."""
+    best = 0
+    for _, row in df.sort_values(x).iterrows():
+        if row[y] < threshold:
+            break
+        best = int(row[x])
+    return best
+
+
+def half_point(df: pd.DataFrame, level: float = 0.5, x: str = "pairs", y: str = "accuracy") -> float:
+    """``x`` where accuracy first falls through ``level``, interpolated on a log scale;
+    ``inf`` if it never does, the first ``x`` if it starts below."""
+    pts = df.sort_values(x)[[x, y]].to_numpy(dtype=float)
+    if len(pts) == 0:
+        return math.nan
+    if pts[0, 1] < level:
+        return float(pts[0, 0])
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        if y0 >= level > y1:
+            frac = (y0 - level) / (y0 - y1)
+            return float(np.exp(np.log(x0) + frac * (np.log(x1) - np.log(x0))))
+    return math.inf

@@ -1,0 +1,103 @@
+"""Attention sharpness: how concentrated each graded query's weights over its context are.
+
+Softmax weights, linear attention's implicit weights phi(q).phi(k_j) / phi(q).z, and the delta
+rule's effective attention are all rows of a mixing matrix (``Mixer.attention``). A row is turned
+into a distribution p_j = |w_j| / sum |w| (delta and unnormalised rows can be negative)."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import torch
+
+from evalsuite.tasks import IGNORE
+
+from .attention import answer_positions, answer_reach, answer_window, attention_views, mixer_name
+
+TOP_K = 4
+
+
+def row_stats(weights: torch.Tensor, answer: torch.Tensor | None = None, top_k: int = TOP_K) -> dict[str, torch.Tensor]:
+    """Per row of ``weights [..., n]``: entropy (nats), largest weight, top-k mass and the mass on
+    the answer: column ``answer`` (an index, ``-1`` for none) or the columns of a boolean mask of
+    the same shape as ``weights``. A one-hot row has entropy 0; a uniform row log n."""
+    p = weights.abs()
+    p = p / p.sum(-1, keepdim=True).clamp_min(1e-30)
+    entropy = -(p * torch.log(p.clamp_min(1e-30))).sum(-1)
+    stats = {"entropy": entropy, "max_weight": p.amax(-1),
+             "topk_mass": p.topk(min(top_k, p.shape[-1]), dim=-1).values.sum(-1)}
+    if answer is not None:
+        if answer.dtype == torch.bool:
+            mass, found = (p * answer).sum(-1), answer.any(-1)
+        else:
+            mass, found = p.gather(-1, answer.clamp_min(0)[..., None]).squeeze(-1), answer >= 0
+        stats["answer_mass"] = torch.where(found, mass, torch.full_like(mass, math.nan))
+    return stats
+
+
+@torch.no_grad()
+def attention_sharpness(model, inputs: torch.Tensor, targets: torch.Tensor, *, batch_size: int = 32,
+              top_k: int = TOP_K) -> pd.DataFrame:
+    """One row per (layer, head, graded query): entropy, entropy / log(context), largest weight,
+    top-k mass, mass on the answer (its position and the next conv_kernel - 1, which the short
+    convolution lets carry it), whether the model answered correctly."""
+    model.eval()
+    reach = answer_reach(model)
+    frames = []
+    for lo in range(0, inputs.shape[0], batch_size):
+        x, y = inputs[lo:lo + batch_size], targets[lo:lo + batch_size]
+        logits, views = attention_views(model, x)
+        graded = (y != IGNORE).nonzero(as_tuple=False)                 # [Q, 2] (example, position)
+        if graded.numel() == 0:
+            continue
+        ex, pos = graded[:, 0], graded[:, 1]
+        answers = answer_positions(x, y)[ex, pos]
+        correct = (logits.argmax(-1) == y)[ex, pos]
+        for layer, (view, block) in enumerate(zip(views, model.blocks)):
+            rows = view.weights[ex, :, pos]                            # [Q, H, T]
+            T = rows.shape[-1]
+            causal = torch.arange(T, device=rows.device)[None, None, :] <= pos[:, None, None]
+            rows = rows.masked_fill(~causal, 0.0)
+            window = answer_window(answers, pos, T, reach)[:, None, :].expand_as(rows)
+            stats = row_stats(rows, window, top_k)
+            H = rows.shape[1]
+            context = (pos + 1).float()
+            frame = pd.DataFrame({
+                "layer": layer, "mixer": mixer_name(block),
+                "head": torch.arange(H).repeat(len(ex)).numpy(),
+                "example": (lo + ex).repeat_interleave(H).cpu().numpy(),
+                "position": pos.repeat_interleave(H).cpu().numpy(),
+                "context": context.repeat_interleave(H).cpu().numpy(),
+                "correct": correct.repeat_interleave(H).cpu().numpy(),
+                **{k: v.reshape(-1).float().cpu().numpy() for k, v in stats.items()},
+            })
+            frame["norm_entropy"] = frame["entropy"] / frame["context"].map(lambda c: math.log(c) if c > 1 else 1.0)
+            frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+COLUMNS = ["entropy", "norm_entropy", "max_weight", "topk_mass", "answer_mass"]
+
+
+def summarize(df: pd.DataFrame) -> list[dict]:
+    """Means per layer and head (NaN answer masses, where no answer is in context, are skipped)."""
+    if df.empty:
+        return []
+    out = df.groupby(["layer", "head", "mixer"])[COLUMNS].mean().reset_index()
+    return out.to_dict("records")
+
+
+def retrieval_layer(summary_rows: list[dict]) -> dict | None:
+    """The (layer, head) that puts the most mass on the answer: where the model reads its memory."""
+    rows = [r for r in summary_rows if r.get("answer_mass") == r.get("answer_mass")]  # skip NaN
+    return max(rows, key=lambda r: r["answer_mass"]) if rows else None
+
+
+def by_context(df: pd.DataFrame, bins: int = 8) -> pd.DataFrame:
+    """Mean sharpness against context length (query position + 1), in equal-width bins."""
+    if df.empty:
+        return df
+    edges = pd.cut(df["context"], bins=min(bins, df["context"].nunique()))
+    out = df.groupby(["layer", "head", edges], observed=True)[COLUMNS].mean().reset_index()
+    out["context"] = out["context"].map(lambda iv: float(iv.mid))
+    return out

@@ -1,0 +1,132 @@
+"""Analysis against closed forms: orthogonal keys, one-hot and uniform rows, separable memories."""
+import math
+
+import pandas as pd
+import pytest
+import torch
+
+from evalsuite import analysis, models
+from evalsuite.tasks import IGNORE
+
+
+def test_orthogonal_keys_give_zero_crosstalk_and_full_rank():
+    keys = torch.eye(6)[:4] * 3.0                       # orthogonal feature-mapped keys
+    values = torch.randn(4, 5)
+    for i in range(4):
+        weights = keys @ keys[i]                        # linear attention's row for query = key i
+        assert analysis.crosstalk(weights, values, i) == pytest.approx(0.0, abs=1e-12)
+    stats = analysis.coherence(keys)
+    assert stats["coherence_max"] == pytest.approx(0.0) and stats["effective_rank"] == pytest.approx(4.0)
+    parallel = analysis.coherence(torch.ones(3, 4))
+    assert parallel["coherence_max"] == pytest.approx(1.0) and parallel["effective_rank"] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_crosstalk_closed_form():
+    weights, values = torch.tensor([0.5, 0.25, 0.25]), torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    assert analysis.crosstalk(weights, values, 0) == pytest.approx(1.0)  # |(0, .5)| / |(.5, 0)|
+
+
+def test_row_stats_one_hot_and_uniform():
+    one_hot = torch.tensor([[0.0, 0.0, 1.0, 0.0]])
+    s = analysis.row_stats(one_hot, torch.tensor([2]), top_k=2)
+    assert float(s["entropy"]) == pytest.approx(0.0, abs=1e-12)
+    assert float(s["answer_mass"]) == 1.0 and float(s["max_weight"]) == 1.0
+    uniform = torch.full((1, 8), 1 / 8)
+    s = analysis.row_stats(uniform, torch.tensor([3]), top_k=2)
+    assert float(s["entropy"]) == pytest.approx(math.log(8))
+    assert float(s["answer_mass"]) == pytest.approx(1 / 8) and float(s["topk_mass"]) == pytest.approx(0.25)
+    assert math.isnan(float(analysis.row_stats(uniform, torch.tensor([-1]))["answer_mass"]))
+
+
+def test_analytic_probe_softmax_retrieves_every_pair_and_linear_saturates():
+    soft = analysis.capacity_probe("softmax", d_key=16, pairs=[4, 16, 64])
+    assert (soft.accuracy == 1.0).all()
+    assert analysis.knee(soft) == 64
+    lin = analysis.capacity_probe("linear", feature_map="elu1", d_key=16, pairs=[2, 64])
+    assert lin.accuracy.iloc[0] > lin.accuracy.iloc[1]
+    delta = analysis.capacity_probe("delta", d_key=16, pairs=[2, 64])
+    assert (delta.accuracy > lin.accuracy).all()   # error-correcting writes beat elu+1's flat, summed memory
+    assert list(soft.columns[:6]) == ["memory", "kind", "feature_map", "d_key", "pairs", "accuracy"]
+
+
+def test_knee_and_half_point():
+    df = pd.DataFrame({"pairs": [4, 8, 16, 32, 64], "accuracy": [1.0, 0.995, 0.9, 0.4, 0.1]})
+    assert analysis.knee(df) == 8
+    assert analysis.knee(df, threshold=0.85) == 16
+    assert analysis.half_point(df) == pytest.approx(math.exp(math.log(16) + 0.8 * math.log(2)))
+    assert analysis.half_point(df.assign(accuracy=1.0)) == math.inf
+    assert analysis.knee(df.assign(accuracy=0.5)) == 0
+
+
+def test_answer_positions_and_error_classes():
+    inputs = torch.tensor([[5, 7, 6, 8, 5, 6]])
+    targets = torch.full_like(inputs, IGNORE)
+    targets[0, 4], targets[0, 5] = 7, 8                   # MQAR: key 5 -> 7, key 6 -> 8
+    assert analysis.answer_positions(inputs, targets).tolist() == [[-1, -1, -1, -1, 1, 3]]
+    predictions = torch.tensor([[0, 0, 0, 0, 8, 9]])      # 8: the other pair's value; 9: not a value
+    assert analysis.classify_errors(inputs, targets, predictions) == {"correct": 0, "other_value": 1, "not_a_value": 1}
+    assert analysis.classify_errors(inputs, targets, targets.clamp_min(0))["correct"] == 2
+
+
+@pytest.mark.parametrize("name,opts", [("softmax", {}), ("linear", {}), ("delta", {}), ("hybrid", {"pattern": "LS"})])
+def test_summary_covers_every_layer_and_head(name, opts):
+    from evalsuite import tasks
+
+    torch.manual_seed(0)
+    batch = tasks.get("recall", vocab_size=32, seq_len=32, num_kv_pairs=4).generate(20, 0)
+    model = models.build(name, vocab_size=32, d_model=16, n_layers=2, n_heads=2, max_len=32, **opts)
+    out = analysis.summary(model, batch.inputs, batch.targets)
+    assert out["examples"] == 20 and sum(out["errors"].values()) == 20 * 4
+    assert {(r["layer"], r["head"]) for r in out["sharpness"]} == {(0, 0), (0, 1), (1, 0), (1, 1)}
+    for row in out["sharpness"]:
+        assert 0 <= row["answer_mass"] <= 1 and 0 <= row["norm_entropy"] <= 1 + 1e-6
+    assert {r["layer"] for r in out["interference"]} == {0, 1}
+
+
+def test_state_size_in_bytes():
+    model = models.build("linear", vocab_size=20, d_model=16, n_layers=1, n_heads=2, max_len=8, conv_kernel=0)
+    assert analysis.state_size(model, 8) == {"floats": 2 * (8 * 8 + 8), "bytes": 4 * 2 * (8 * 8 + 8)}
+    assert analysis.state_size(model, 8, "bf16")["bytes"] == 2 * 2 * (8 * 8 + 8)
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        analysis.state_size(model, 8, "int3")
+
+
+def test_trained_probe_small_memory_saturates_and_softmax_does_not():
+    """d_key 8: elu+1's 8 features cannot hold 16 keys; softmax (one row per key) can."""
+    lin = analysis.capacity_probe("linear", feature_map="elu1", d_key=8, pairs=[2, 16], trained=True, steps=600)
+    soft = analysis.capacity_probe("softmax", d_key=8, pairs=[2, 16], trained=True, steps=600)
+    assert lin.accuracy.iloc[0] >= 0.99 and lin.accuracy.iloc[1] < 0.9
+    assert (soft.accuracy >= 0.99).all()
+    assert analysis.knee(lin) == 2 and analysis.knee(soft) == 16
+
+
+def test_trained_probe_setting2_latest_value_wins_for_delta():
+    """Keys recur: summing (linear) mixes a key's old and new values; the delta rule overwrites."""
+    delta = analysis.capacity_probe("delta", d_key=8, pairs=[4], trained=True, setting=2, steps=1500)
+    lin = analysis.capacity_probe("linear", feature_map="dpfp", d_key=8, pairs=[4], trained=True, setting=2, steps=1500)
+    assert delta.accuracy.iloc[0] > lin.accuracy.iloc[0] + 0.1, (delta.accuracy.iloc[0], lin.accuracy.iloc[0])
+
+
+def test_run_records_analysis_and_weights_and_cli_analyzes_them(store_path):
+    import evalsuite
+    from click.testing import CliRunner
+    from evalsuite.cli import main
+    from evalsuite.store import Store
+
+    result = evalsuite.run("recall", "linear", preset="tiny", store=store_path)
+    assert result.status == "done"
+    summary = result.metrics["analysis"]
+    assert summary["sharpness"] and summary["interference"] and "errors" in summary
+    assert Store(store_path).weights_path(result.run_id).exists()
+    runner = CliRunner()
+    for what in ("sharpness", "interference"):
+        out = runner.invoke(main, ["analyze", what, "--run", result.run_id[:6], "--store", str(store_path)])
+        assert out.exit_code == 0, out.output
+        assert "LinearAttention" in out.output
+    bad = runner.invoke(main, ["analyze", "sharpness", "--run", "nope", "--store", str(store_path)])
+    assert bad.exit_code == 2 and "matches no run" in bad.output
+    cap = runner.invoke(main, ["analyze", "capacity", "--memory", "linear", "--feature-map", "dpfp", "--option", "nu=2",
+                               "--pairs", "4,64"])
+    assert cap.exit_code == 0 and "knee" in cap.output and "dpfp(nu=2)" in cap.output
+    bad = runner.invoke(main, ["analyze", "capacity", "--feature-map", "dpfp", "--option", "nu=0"])
+    assert bad.exit_code == 2 and "nu must be" in bad.output
