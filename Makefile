@@ -5,15 +5,23 @@ VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+CHROMIUM ?= /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 ARGS ?=
-PYTEST_ARGS ?=
+PYTEST_CHROMIUM ?= /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+ARGS ?=
 
 .PHONY: run test install clean
 run: $(STAMP)
 	$(BIN)/evalsuite run --task recall --model linear $(ARGS)
 
-test: $(STAMP)
+test: $(STAMP) $(CHROMIUM)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# The report test drives Debian's Chromium (through Playwright); installed here when missing.
+$(CHROMIUM):
+	$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium
 
 install: $(STAMP)
 

@@ -204,7 +204,10 @@ def _listing(kind: str) -> list[str]:
 @main.command()
 @click.option("--store", "store_path", default=None, type=click.Path(dir_okay=False), help="results store to read")
 @click.option("-o", "--output", default="results/report.html", show_default=True, type=click.Path(dir_okay=False))
-def report(store_path, output):
+@click.option("--plot-format", default="png", show_default=True, type=click.Choice(["png", "svg"]),
+              help="png (small) or svg (for publication) for the summary plots")
+@click.option("--open", "open_after", is_flag=True, help="open the report in the default browser")
+def report(store_path, output, plot_format, open_after):
     """Write a self-contained HTML report of every run in the store."""
     from evalsuite.reports import builder
     from evalsuite.store import Store
@@ -212,12 +215,12 @@ def report(store_path, output):
     store = Store(store_path)
     if not store.path.exists():
         raise BadInput(f"--store: no results store at {store.path}; run `evalsuite run ...` first")
-    df = store.load()
-    runs = [{"run_id": r.run_id, "config": r.config, "status": r.status, "error": r.error, "env": r.env,
-             "metrics": store.get(r.run_id)["metrics"], "history": store.history(r.run_id).to_dict("records")}
-            for r in df.itertuples()]
-    path = builder.write(runs, output, title=f"evalsuite report: {len(runs)} runs")
-    click.echo(str(path))
+    runs = store.runs()
+    path = builder.write(runs, output, title=f"evalsuite report: {len(runs)} runs", probes=store.probes(),
+                         plot_format=plot_format)
+    click.echo(f"report   {path} ({path.stat().st_size / 2**20:.1f} MiB, {len(runs)} runs)")
+    if open_after:
+        click.launch(str(path.resolve()))
 
 
 @main.group()
@@ -311,7 +314,10 @@ def _table(df, floatfmt: str = "{:.3f}") -> str:
 @click.option("--threshold", default=0.99, show_default=True, type=click.FloatRange(0, 1))
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0))
 @click.option("--csv", "csv_path", default=None, type=click.Path(dir_okay=False), help="also write the table as CSV")
-def analyze_capacity(memory, feature_map, map_options, d_key, pairs, trained, setting, steps, threshold, seed, csv_path):
+@click.option("--save", is_flag=True, help="record the rows in the store (the report's capacity section shows them)")
+@click.option("--store", "store_path", default=None, type=click.Path(dir_okay=False))
+def analyze_capacity(memory, feature_map, map_options, d_key, pairs, trained, setting, steps, threshold, seed, csv_path,
+                     save, store_path):
     """Retrieval accuracy of one memory as the number of stored pairs grows; prints the knee."""
     from evalsuite import analysis
     from evalsuite.config import parse_value
@@ -333,6 +339,10 @@ def analyze_capacity(memory, feature_map, map_options, d_key, pairs, trained, se
                f"50% point: {analysis.half_point(df):.1f}")
     if csv_path:
         df.to_csv(csv_path, index=False)
+    if save:
+        from evalsuite.store import Store
+
+        Store(store_path).add_probes(df)
 
 
 @analyze.command(name="sharpness")

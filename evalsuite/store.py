@@ -39,7 +39,13 @@ CREATE TABLE IF NOT EXISTS steps (
     value  REAL,
     PRIMARY KEY (run_id, step, name)
 );
+CREATE TABLE IF NOT EXISTS probes (
+    key     TEXT PRIMARY KEY,
+    created REAL NOT NULL,
+    data    TEXT NOT NULL
+);
 """
+PROBE_KEY = ("memory", "d_key", "pairs", "setting", "trained", "seed")
 
 
 def default_path() -> Path:
@@ -59,6 +65,34 @@ class Store:
             raise KeyError(f"run id {prefix!r} matches {'no run' if not ids else 'several runs: ' + ', '.join(ids)} "
                            f"in {self.path}")
         return ids[0]
+
+    def runs(self, run_ids: list[str] | None = None) -> list[dict]:
+        """Every run (or those in ``run_ids``) with config, status, metrics, error, env and history,
+        oldest first: what the reports read."""
+        with self.connect(create=False) as conn:
+            conn.row_factory = sqlite3.Row
+            rows = [_decode(dict(r)) for r in conn.execute("SELECT * FROM runs ORDER BY started_at")]
+            steps = conn.execute("SELECT run_id, step, name, value FROM steps ORDER BY run_id, step").fetchall()
+        history: dict[str, dict[int, dict]] = {}
+        for run_id, step, name, value in steps:
+            history.setdefault(run_id, {}).setdefault(step, {"step": step})[name] = value
+        wanted = set(run_ids) if run_ids is not None else None
+        return [{**r, "history": list(history.get(r["run_id"], {}).values())}
+                for r in rows if wanted is None or r["run_id"] in wanted]
+
+    def add_probes(self, df: pd.DataFrame) -> None:
+        """Capacity-probe rows (``evalsuite.analysis.capacity_probe``); a row with the same memory,
+        d_key, pairs, setting, trained flag and seed replaces the old one."""
+        records = json.loads(df.to_json(orient="records"))
+        with self.connect() as conn:
+            conn.executemany("INSERT OR REPLACE INTO probes (key, created, data) VALUES (?, ?, ?)",
+                             [(json.dumps([r.get(k) for k in PROBE_KEY]), time.time(), json.dumps(r)) for r in records])
+
+    def probes(self) -> pd.DataFrame:
+        if not self.path.exists():
+            return pd.DataFrame()
+        with self.connect(create=False) as conn:
+            return pd.DataFrame([json.loads(r[0]) for r in conn.execute("SELECT data FROM probes ORDER BY created")])
 
     def weights_path(self, run_id: str) -> Path:
         """Trained weights of a run live beside the store: ``<store dir>/weights/<run_id>.pt``."""

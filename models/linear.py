@@ -15,6 +15,8 @@ class LinearOptions(MixerOptions):
     normalize: Literal["z", "rmsnorm", "none"] = Field("z", description="z-denominator (the paper's), output RMSNorm, or none")
     mode: Literal["chunk", "recurrent", "quadratic"] = Field("chunk", description="kernel used for training")
     eps: float = Field(1e-6, gt=0, description="added to the z-denominator")
+    feature_dim: int | None = Field(None, ge=1, description="project queries and keys to this size per head before the "
+                                                           "feature map (Based uses 16 with taylor); default: head size")
 
 
 @MODELS.register("linear")
@@ -26,21 +28,26 @@ class LinearAttention(Mixer):
 
     def __init__(self, d_model, n_heads, options: LinearOptions, feature_map=None):
         super().__init__(d_model, n_heads, options)
-        self.feature_map = feature_maps.get(feature_map or "elu1", self.head_dim)
+        self.qk_dim = options.feature_dim or self.head_dim
+        self.feature_map = feature_maps.get(feature_map or "elu1", self.qk_dim)
         if options.normalize == "z" and not self.feature_map.nonnegative:
             raise ValueError(f"feature map {type(self.feature_map).__name__} can be negative, so the z-denominator "
                              f"can vanish; use model.normalize=rmsnorm or none with it")
-        self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
+        self.qkv = nn.Linear(d_model, 2 * n_heads * self.qk_dim + d_model, bias=False)
         self.out = nn.Linear(d_model, d_model, bias=False)
 
+    def _qkv(self, x):
+        qk = self.n_heads * self.qk_dim
+        return self.qkv(x).split([qk, qk, self.d_model], dim=-1)
+
     def forward(self, x):
-        q, k, v = (self.split_heads(t) for t in self.qkv(x).chunk(3, dim=-1))
+        q, k, v = (self.split_heads(t) for t in self._qkv(x))
         o = ops.linear_attention(q, k, v, feature_map=self.feature_map, normalize=self.options.normalize,
                                  mode=self.options.mode, eps=self.options.eps)
         return self.out(self.merge_heads(o))
 
     def attention(self, x):
-        q, k, v = (self.split_heads(t).float() for t in self.qkv(x).chunk(3, dim=-1))
+        q, k, v = (self.split_heads(t).float() for t in self._qkv(x))
         phi_q, phi_k = self.feature_map.forward_query(q), self.feature_map.forward_key(k)
         weights = ops.linear_attention_matrix(phi_q, phi_k, self.options.normalize, self.options.eps)
         return AttentionView(weights, phi_k, v)
@@ -56,7 +63,7 @@ class LinearAttention(Mixer):
 
     def step(self, x, state):
         B = x.shape[0]
-        q, k, v = (t.view(B, self.n_heads, self.head_dim).float() for t in self.qkv(x).chunk(3, dim=-1))
+        q, k, v = (t.view(B, self.n_heads, -1).float() for t in self._qkv(x))
         phi_q, phi_k = self.feature_map.forward_query(q), self.feature_map.forward_key(k)
         if self.options.normalize == "z":
             v = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)

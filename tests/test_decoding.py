@@ -8,6 +8,7 @@ CASES = {
     "softmax": dict(name="softmax"),
     "linear-elu1": dict(name="linear"),
     "linear-taylor-rmsnorm": dict(name="linear", feature_map="taylor", normalize="rmsnorm"),
+    "linear-taylor-based": dict(name="linear", feature_map="taylor", feature_dim=4),
     "linear-performer": dict(name="linear", feature_map="performer"),
     "linear-dpfp": dict(name="linear", feature_map="dpfp", feature_map_options={"nu": 2}),
     "delta": dict(name="delta", chunk_size=4),

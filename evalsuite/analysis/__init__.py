@@ -32,10 +32,45 @@ def summary(model, inputs: torch.Tensor, targets: torch.Tensor, max_examples: in
         out["unavailable"] = str(exc)
         return out
     out["sharpness"] = sharpness.summarize(sharp)
+    best = sharpness.retrieval_layer(out["sharpness"])
+    if best is not None:
+        out["retrieval_layer"] = {"layer": int(best["layer"]), "head": int(best["head"])}
+        out["example"] = _example(model, inputs, targets, int(best["layer"]), int(best["head"]))
     out["sharpness_by_context"] = sharpness.by_context(sharp).to_dict("records")
     out["interference"] = interference.summarize(queries, examples)
     out["interference_by_keys"] = interference.by_keys(examples).to_dict("records")
     return out
+
+
+MAX_EXAMPLE_LEN = 2048  # longest attention row kept for the report
+
+
+def _example(model, inputs, targets, layer: int, head: int) -> dict | None:
+    """One graded query of the first example that has one, at the retrieval layer and head: its
+    attention row, where the answer was, and the Gram matrix of the keys where answers are read."""
+    from .attention import answer_reach
+    from evalsuite.tasks import IGNORE
+
+    for b in range(inputs.shape[0]):
+        answers = answer_positions(inputs[b:b + 1], targets[b:b + 1])[0]
+        graded = ((targets[b] != IGNORE) & (answers >= 0)).nonzero().flatten()
+        if graded.numel():
+            break
+    else:
+        return None
+    t = int(graded[-1])
+    if t + 1 > MAX_EXAMPLE_LEN:
+        return None
+    _, views = attention_views(model, inputs[b:b + 1])
+    view = views[layer]
+    row = view.weights[0, head, t, :t + 1].float()
+    reach = answer_reach(model)
+    offset = int(torch.stack([row[min(int(answers[t]) + o, t)].abs() for o in range(reach)]).argmax())
+    written = (answers[graded] + offset).clamp(max=inputs.shape[1] - 1).unique()
+    return {"layer": layer, "head": head, "query_position": t, "answer_position": int(answers[t]),
+            "reach": reach, "weights": [round(float(w), 5) for w in row],
+            "gram": [[round(float(g), 4) for g in r] for r in gram(view.keys[0, head, written].float())],
+            "key_positions": written.tolist()}
 
 
 __all__ = ["ANALYSIS_EXAMPLES", "DTYPE_BYTES", "analytic_probe", "answer_positions", "attention_views",

@@ -1,0 +1,92 @@
+"""Plots for the reports, returned as data: URIs (PNG by default, SVG for publication)."""
+from __future__ import annotations
+
+import base64
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display; must precede pyplot
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+sns.set_theme(style="whitegrid", context="notebook", font_scale=0.85)
+TARGET = 0.99
+DPI = 80
+
+
+def to_uri(fig, fmt: str = "png") -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt, dpi=DPI, bbox_inches="tight", metadata=None if fmt == "png" else {"Date": None})
+    plt.close(fig)
+    mime = "image/svg+xml" if fmt == "svg" else "image/png"
+    return f"data:{mime};base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def lines(df: pd.DataFrame, x: str, y: str, hue: str, *, title: str, xlabel: str, ylabel: str = "accuracy",
+          logx: bool = False, target: bool = True, knees: dict | None = None, fmt: str = "png") -> str:
+    """One line per ``hue`` (mean over duplicates), the 0.99 line dashed, knees as markers."""
+    fig, ax = plt.subplots(figsize=(5.2, 3.3))
+    sns.lineplot(data=df, x=x, y=y, hue=hue, marker="o", errorbar=None, ax=ax)
+    if target:
+        ax.axhline(TARGET, color="grey", lw=0.9, ls="--", label=f"{TARGET}")
+        ax.set_ylim(-0.02, 1.04)
+    for label, (kx, ky) in (knees or {}).items():
+        ax.plot([kx], [ky], marker="v", ms=10, color="black", zorder=5)
+        ax.annotate(f"knee {kx:g}", (kx, ky), textcoords="offset points", xytext=(4, -14), fontsize=8)
+    if logx:
+        ax.set_xscale("log", base=2)
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    ax.legend(fontsize=7, frameon=False, loc="best")
+    return to_uri(fig, fmt)
+
+
+def heatmap(matrix: pd.DataFrame, *, title: str, xlabel: str, ylabel: str, vmin=None, vmax=None,
+            cmap: str = "viridis", annotate: bool = True, center=None, fmt: str = "png") -> str:
+    size = max(3.0, min(7.0, 0.45 * max(matrix.shape)))
+    fig, ax = plt.subplots(figsize=(size + 1.2, size * 0.8))
+    sns.heatmap(matrix, vmin=vmin, vmax=vmax, cmap=cmap, center=center, ax=ax, square=False,
+                annot=annotate and matrix.size <= 120, fmt=".2f", annot_kws={"fontsize": 7}, cbar_kws={"shrink": 0.8})
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    return to_uri(fig, fmt)
+
+
+def bars(df: pd.DataFrame, x: str, y: str, hue: str, *, title: str, ylabel: str, logy: bool = False,
+         fmt: str = "png") -> str:
+    fig, ax = plt.subplots(figsize=(5.2, 3.2))
+    sns.barplot(data=df, x=x, y=y, hue=hue, errorbar=None, ax=ax)
+    if logy:
+        ax.set_yscale("log")
+    ax.set(title=title, xlabel="", ylabel=ylabel)
+    ax.legend(fontsize=7, frameon=False)
+    ax.tick_params(axis="x", labelrotation=30, labelsize=7)
+    return to_uri(fig, fmt)
+
+
+def attention_row(weights: list[float], *, answer: int, reach: int, query: int, title: str, fmt: str = "png") -> str:
+    """One graded query's weights over its context; the answer's positions shaded."""
+    fig, ax = plt.subplots(figsize=(5.2, 2.6))
+    ax.bar(range(len(weights)), weights, width=1.0, color="#4c72b0")
+    ax.axvspan(answer - 0.5, min(answer + reach, query + 1) - 0.5, color="#dd8452", alpha=0.35,
+               label="answer (+ conv reach)")
+    ax.axvline(query, color="black", lw=0.8, ls=":", label="query")
+    ax.set(title=title, xlabel="context position", ylabel="weight")
+    ax.legend(fontsize=7, frameon=False)
+    return to_uri(fig, fmt)
+
+
+def training_curves(history: list[dict], fmt: str = "png") -> str | None:
+    if not history:
+        return None
+    steps = [h["step"] for h in history]
+    fig, (ax_acc, ax_loss) = plt.subplots(1, 2, figsize=(7.5, 2.4))
+    ax_acc.plot(steps, [h.get("val_accuracy") for h in history], marker=".")
+    ax_acc.axhline(TARGET, color="grey", lw=0.8, ls="--")
+    ax_acc.set(xlabel="step", ylabel="val accuracy", ylim=(-0.02, 1.02))
+    ax_loss.plot(steps, [h.get("train_loss") for h in history], marker=".", label="train")
+    ax_loss.plot(steps, [h.get("val_loss") for h in history], marker=".", label="validation")
+    ax_loss.set(xlabel="step", ylabel="loss")
+    ax_loss.legend(frameon=False, fontsize=7)
+    fig.tight_layout()
+    return to_uri(fig, fmt)

@@ -1,0 +1,122 @@
+"""The HTML report opened in a real browser (Debian's Chromium driven by Playwright)."""
+import re
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import evalsuite
+from evalsuite import analysis
+from evalsuite.models import feature_maps
+from evalsuite.reports import builder
+from evalsuite.store import Store
+
+CHROMIUM = "/usr/bin/chromium"
+HOSTILE = "<script>alert(1)</script>"
+BROKEN = textwrap.dedent('''
+    from evalsuite.models import Mixer
+
+    class BrokenMixer(Mixer):
+        """Raises: recorded as failed, with its error text (which is hostile too)."""
+        def forward(self, x):
+            raise RuntimeError("kaboom <img src=x onerror=alert(2)>")
+        def state_size(self, seq_len):
+            return 0
+''')
+
+
+@pytest.fixture(scope="module")
+def report_store(tmp_path_factory):
+    """Runs of several tasks and models, a failed run, a capacity probe, a hostile plug-in name."""
+    root = tmp_path_factory.mktemp("report")
+    store = root / "store.db"
+    for model, extra in (("softmax", {}), ("linear", {}), ("delta", {}), ("hybrid", {})):
+        mixture = {"task.eval_segments": [{"num_kv_pairs": 2}, {"num_kv_pairs": 6}]}
+        evalsuite.run("recall", model, preset="tiny", store=store, **mixture, **extra)
+    evalsuite.run("recall", "softmax", preset="tiny", store=store, seed=1)
+    evalsuite.run("recall", "softmax", preset="tiny", store=store, lr=0.01)
+    evalsuite.run("needle", "softmax", preset="tiny", store=store)
+    (root / "broken.py").write_text(BROKEN)
+    evalsuite.run("recall", f"{root / 'broken.py'}:BrokenMixer", preset="tiny", store=store)
+    feature_maps.register(HOSTILE)(type("Hostile", (feature_maps.Elu1,), {}))
+    evalsuite.run("recall", "linear", feature_map=HOSTILE, preset="tiny", store=store)
+    Store(store).add_probes(analysis.capacity_probe("linear", d_key=8, pairs=[2, 8, 32]))
+    Store(store).add_probes(analysis.capacity_probe("softmax", d_key=8, pairs=[2, 8, 32]))
+    from click.testing import CliRunner
+    from evalsuite.cli import main
+
+    out = root / "report.html"
+    res = CliRunner().invoke(main, ["report", "--store", str(store), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    return out
+
+
+def test_report_has_every_section_and_escapes_hostile_names(report_store):
+    html = report_store.read_text()
+    for section in ("summary", "failures", "scaling", "needle", "capacity", "interference", "sharpness", "runs"):
+        assert f'id="{section}"' in html, section
+    assert HOSTILE not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<img src=x" not in html and "kaboom &lt;img src=x" in html
+    assert not re.search(r"(src|href)=\"(https?:)?//", html)  # no external URL anywhere
+    for run_id in re.findall(r'href="#run-([0-9a-f]{16})"', html):
+        assert f'id="run-{run_id}"' in html  # every summary link has its section
+    assert report_store.stat().st_size < 10 * 2**20
+
+
+def test_report_in_headless_chromium(report_store, repo_root):
+    playwright = pytest.importorskip("playwright.sync_api", reason="install the dev extra (make test does)")
+    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: `make test` installs it (apt-get install chromium)"
+    artifacts = repo_root / "test-artifacts"
+    artifacts.mkdir(exist_ok=True)
+    console, requests, dialogs = [], [], []
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--no-first-run", "--disable-quic", "--disable-sync"])
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: console.append(str(e)))
+        page.on("request", lambda r: requests.append(r.url))
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(report_store.as_uri())
+        page.wait_for_load_state("load")
+        assert page.evaluate("document.images.length") > 10
+        broken = page.evaluate("Array.from(document.images).filter(i => !i.complete || i.naturalWidth === 0).map(i => i.alt)")
+        assert broken == []
+
+        def column(name):
+            idx = page.evaluate(f"Array.from(document.querySelectorAll('#summary-table thead th')).findIndex(th => th.textContent === '{name}')")
+            return page.evaluate(f"Array.from(document.querySelectorAll('#summary-table tbody tr')).map(r => r.cells[{idx}].textContent.trim())")
+
+        page.click("#summary-table thead th:text-is('model')")
+        models = column("model")
+        assert models == sorted(models)
+        page.click("#summary-table thead th:text-is('model')")
+        assert column("model") == sorted(models, reverse=True)
+        page.fill("#filter", "needle")
+        assert page.evaluate("Array.from(document.querySelectorAll('#summary-table tbody tr')).filter(r => r.style.display !== 'none').length") == 1
+        page.fill("#filter", "")
+        assert page.get_by_text(HOSTILE).count() >= 1  # shown as text, not run
+        page.screenshot(path=str(artifacts / "report.png"), full_page=True)
+        browser.close()
+    assert console == []
+    assert dialogs == []
+    assert all(u.startswith(("file://", "data:")) for u in requests), [u for u in requests if not u.startswith("file")]
+
+
+def test_render_refuses_unknown_plot_format():
+    with pytest.raises(ValueError, match="plot_format"):
+        builder.render([], plot_format="gif")
+
+
+def test_svg_plots(report_store, tmp_path):
+    runs = Store(report_store.parent / "store.db").runs()
+    html = builder.render(runs, plot_format="svg")
+    assert "data:image/svg+xml;base64," in html
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _unregister_hostile():
+    yield
+    feature_maps.FEATURE_MAPS._entries.pop(HOSTILE, None)
