@@ -207,20 +207,77 @@ def _listing(kind: str) -> list[str]:
 @click.option("--plot-format", default="png", show_default=True, type=click.Choice(["png", "svg"]),
               help="png (small) or svg (for publication) for the summary plots")
 @click.option("--open", "open_after", is_flag=True, help="open the report in the default browser")
-def report(store_path, output, plot_format, open_after):
-    """Write a self-contained HTML report of every run in the store."""
+@click.option("--sweep", "sweep_id", default=None, help="only the runs of this sweep (id or unique prefix)")
+def report(store_path, output, plot_format, open_after, sweep_id):
+    """Write a self-contained HTML report of every run in the store (or one sweep)."""
     from evalsuite.reports import builder
     from evalsuite.store import Store
 
     store = Store(store_path)
     if not store.path.exists():
         raise BadInput(f"--store: no results store at {store.path}; run `evalsuite run ...` first")
-    runs = store.runs()
+    run_ids = None
+    if sweep_id:
+        try:
+            sweep_id, run_ids = store.sweep_runs(sweep_id)
+        except KeyError as exc:
+            raise BadInput(f"--sweep: {exc.args[0]}") from None
+    runs = store.runs(run_ids)
     path = builder.write(runs, output, title=f"evalsuite report: {len(runs)} runs", probes=store.probes(),
                          plot_format=plot_format)
     click.echo(f"report   {path} ({path.stat().st_size / 2**20:.1f} MiB, {len(runs)} runs)")
     if open_after:
         click.launch(str(path.resolve()))
+
+
+@main.command()
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--executor", default="local", show_default=True, type=click.Choice(["local", "ray"]))
+@click.option("--workers", default=None, type=click.IntRange(min=1),
+              help="parallel runs [default: 1 on CPU (all cores), one per GPU]")
+@click.option("--address", default=None, help="Ray: join the cluster at this address instead of starting one")
+@click.option("--device", default="auto", show_default=True, type=click.Choice(["auto", "cpu", "cuda"]))
+@click.option("--store", "store_path", default=None, type=click.Path(dir_okay=False))
+@click.option("--retry-failed", is_flag=True, help="run failed and diverged points again")
+@click.option("--status", "show_status", is_flag=True, help="show done, running, failed and left; run nothing")
+@click.option("--report/--no-report", default=True, show_default=True, help="write the sweep's HTML report at the end")
+def sweep(spec, executor, workers, address, device, store_path, retry_failed, show_status, report):
+    """Run the grid in SPEC (YAML or TOML); running it again resumes (finished runs are skipped)."""
+    from evalsuite import sweep as sweeps
+    from evalsuite.store import Store
+
+    store = Store(store_path)
+    try:
+        points = sweeps.expand(sweeps.load_spec(spec))
+        if not show_status:
+            _device_name(device)
+    except sweeps.SweepError as exc:
+        raise BadInput(str(exc)) from None
+    if show_status:
+        sweeps.ingest_incoming(store) if store.path.exists() else None
+        state = sweeps.status(points, store)
+        click.echo(f"{len(points)} runs: " + ", ".join(f"{len(v)} {k}" for k, v in state.items()))
+        for p in state["failed"]:
+            row = store.get(p.run_id)
+            click.echo(f"  failed  {p.run_id}  {sweeps._show(p.axes)}: {(row['error'] or '').strip().splitlines()[0][:100]}")
+        for p in state["running"]:
+            click.echo(f"  running {p.run_id}  {sweeps._show(p.axes)} (in progress, or interrupted: rerun to resume)")
+        return
+    try:
+        summary = sweeps.run_sweep(spec, store=store, executor=executor, workers=workers, device=device,
+                                   retry_failed=retry_failed, address=address, echo=click.echo)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    if report:
+        from evalsuite.reports import builder
+
+        _, run_ids = store.sweep_runs(summary["sweep_id"])
+        runs = store.runs(run_ids)
+        path = builder.write(runs, store.path.parent / "reports" / f"sweep-{summary['sweep_id']}.html",
+                             title=f"evalsuite sweep {Path(spec).stem}: {len(runs)} runs", probes=store.probes())
+        click.echo(f"report   {path}")
+    if summary["failed"]:
+        sys.exit(1)
 
 
 @main.group()

@@ -39,6 +39,17 @@ CREATE TABLE IF NOT EXISTS steps (
     value  REAL,
     PRIMARY KEY (run_id, step, name)
 );
+CREATE TABLE IF NOT EXISTS sweeps (
+    sweep_id TEXT PRIMARY KEY,
+    name     TEXT NOT NULL,
+    spec     TEXT NOT NULL,
+    created  REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sweep_runs (
+    sweep_id TEXT NOT NULL,
+    run_id   TEXT NOT NULL,
+    PRIMARY KEY (sweep_id, run_id)
+);
 CREATE TABLE IF NOT EXISTS probes (
     key     TEXT PRIMARY KEY,
     created REAL NOT NULL,
@@ -79,6 +90,40 @@ class Store:
         wanted = set(run_ids) if run_ids is not None else None
         return [{**r, "history": list(history.get(r["run_id"], {}).values())}
                 for r in rows if wanted is None or r["run_id"] in wanted]
+
+    def statuses(self, run_ids: list[str]) -> list[dict]:
+        with self.connect(create=False) as conn:
+            out = []
+            for lo in range(0, len(run_ids), 500):
+                chunk = run_ids[lo:lo + 500]
+                out += [{"run_id": r, "status": s} for r, s in conn.execute(
+                    f"SELECT run_id, status FROM runs WHERE run_id IN ({','.join('?' * len(chunk))})", chunk)]
+            return out
+
+    def add_sweep(self, sweep_id: str, name: str, spec: dict, run_ids: list[str]) -> None:
+        with self.connect() as conn:
+            conn.execute("INSERT OR IGNORE INTO sweeps (sweep_id, name, spec, created) VALUES (?, ?, ?, ?)",
+                         (sweep_id, name, json.dumps(spec, sort_keys=True, default=str), time.time()))
+            conn.executemany("INSERT OR IGNORE INTO sweep_runs (sweep_id, run_id) VALUES (?, ?)",
+                             [(sweep_id, r) for r in run_ids])
+
+    def sweeps(self) -> list[dict]:
+        if not self.path.exists():
+            return []
+        with self.connect(create=False) as conn:
+            return [{"sweep_id": a, "name": b, "runs": n} for a, b, n in conn.execute(
+                "SELECT s.sweep_id, s.name, COUNT(r.run_id) FROM sweeps s LEFT JOIN sweep_runs r USING (sweep_id) "
+                "GROUP BY s.sweep_id ORDER BY s.created")]
+
+    def sweep_runs(self, sweep_id: str) -> tuple[str, list[str]]:
+        """``(full sweep id, its run ids)`` for an id or unique prefix; ``KeyError`` otherwise."""
+        with self.connect(create=False) as conn:
+            ids = [r[0] for r in conn.execute("SELECT sweep_id FROM sweeps WHERE sweep_id LIKE ?",
+                                              (sweep_id.replace("%", "").replace("_", "") + "%",))]
+            if len(ids) != 1:
+                known = ", ".join(s["sweep_id"] + " (" + s["name"] + ")" for s in self.sweeps()) or "none"
+                raise KeyError(f"sweep {sweep_id!r} matches {len(ids)} sweeps in {self.path}; known: {known}")
+            return ids[0], [r[0] for r in conn.execute("SELECT run_id FROM sweep_runs WHERE sweep_id = ?", (ids[0],))]
 
     def add_probes(self, df: pd.DataFrame) -> None:
         """Capacity-probe rows (``evalsuite.analysis.capacity_probe``); a row with the same memory,

@@ -1,0 +1,233 @@
+"""Sweeps: a spec file -> validated points -> an executor -> the store, resumable by run id.
+
+A spec (YAML or TOML)::
+
+    name: mqar-cpu                       # optional; shown in --status and reports
+    base: {task: recall, model: linear, preset: default}
+    grid:                                # the product of every axis
+      model: [softmax, linear, delta]
+      train.lr: [0.001, 0.003]
+    points:                              # optional explicit points, each merged over base (+ grid)
+      - {model: hybrid, model.pattern: LS}
+    seeds: [0, 1]
+    set: {train.epochs: 1}               # overrides applied to every point
+
+An axis is ``task``, ``model``, ``feature_map``, ``preset``, or any config key (``task.seq_len``,
+``model.d_model``, ``train.lr``, or a bare key when unambiguous). Every point is validated before
+the first run starts. The driver is the only process that writes the store; workers also drop
+each finished result into ``<store dir>/incoming/`` (written then renamed), which the driver
+ingests, so a killed driver loses nothing.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evalsuite import config as cfg
+from evalsuite.store import Store
+
+NAMED_AXES = ("task", "model", "feature_map", "preset")
+
+
+class SweepError(ValueError):
+    """An invalid spec or point; the message names the axis values."""
+
+
+class SweepSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = None
+    base: dict[str, Any] = Field(default_factory=dict)
+    grid: dict[str, list[Any]] = Field(default_factory=dict)
+    points: list[dict[str, Any]] = Field(default_factory=list)
+    seeds: list[int] = Field(default_factory=lambda: [0])
+    set: dict[str, Any] = Field(default_factory=dict)
+
+
+def load_spec(path: str | os.PathLike) -> SweepSpec:
+    path = Path(path)
+    if not path.exists():
+        raise SweepError(f"SPEC: no such file {path}")
+    text = path.read_text()
+    try:
+        data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
+    except (yaml.YAMLError, tomllib.TOMLDecodeError) as exc:
+        raise SweepError(f"SPEC {path}: not valid {'TOML' if path.suffix == '.toml' else 'YAML'}: {exc}") from None
+    if not isinstance(data, dict):
+        raise SweepError(f"SPEC {path}: expected a mapping with base, grid, points, seeds, set")
+    try:
+        spec = SweepSpec(**data)
+    except ValidationError as err:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
+        raise SweepError(f"SPEC {path}: {problems} (allowed keys: name, base, grid, points, seeds, set)") from None
+    for axis, values in spec.grid.items():
+        if not values:
+            raise SweepError(f"SPEC {path}: grid axis {axis!r} has no values")
+    if not spec.seeds or any((not isinstance(s, int)) or s < 0 for s in spec.seeds):
+        raise SweepError(f"SPEC {path}: seeds must be a non-empty list of non-negative integers, got {spec.seeds!r}")
+    return spec
+
+
+@dataclass
+class Point:
+    axes: dict[str, Any]          # the values that make this point (for messages and reports)
+    config: dict                  # canonical, validated
+    run_id: str = field(init=False)
+
+    def __post_init__(self):
+        self.run_id = cfg.run_id(self.config)
+
+
+def _resolve_point(values: dict[str, Any], seed: int) -> dict:
+    named = {k: values[k] for k in NAMED_AXES if k in values}
+    overrides = {k: v for k, v in values.items() if k not in NAMED_AXES}
+    if "task" not in named or "model" not in named:
+        raise cfg.ConfigError("every point needs a task and a model (in base, grid or points)")
+    return cfg.resolve(named["task"], named["model"], preset=named.get("preset", "default"),
+                       feature_map=named.get("feature_map"), overrides=overrides, seed=seed)
+
+
+def expand(spec: SweepSpec) -> list[Point]:
+    """Every point of the spec (grid product, then explicit points, times seeds), validated.
+    Raises ``SweepError`` listing every invalid point with its axis values; duplicates collapse."""
+    axes = list(spec.grid)
+    combos = [dict(zip(axes, values)) for values in itertools.product(*(spec.grid[a] for a in axes))] or [{}]
+    raw = [dict(c) for c in combos]
+    raw += [dict(p) for p in spec.points]
+    points, errors, seen = [], [], set()
+    for values in raw:
+        for seed in spec.seeds:
+            merged = {**spec.base, **spec.set, **values}
+            shown = {**values, "seed": seed}
+            try:
+                point = Point(shown, _resolve_point(merged, seed))
+            except cfg.ConfigError as exc:
+                errors.append(f"  {_show(shown)}: {exc}")
+                continue
+            if point.run_id not in seen:
+                seen.add(point.run_id)
+                points.append(point)
+    if errors:
+        raise SweepError(f"{len(errors)} of {len(raw) * len(spec.seeds)} points are invalid; nothing was run:\n"
+                         + "\n".join(errors[:20]) + ("\n  ..." if len(errors) > 20 else ""))
+    return points
+
+
+def _show(values: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in values.items()) or "(base)"
+
+
+def sweep_id(points: list[Point]) -> str:
+    return hashlib.sha256(",".join(sorted(p.run_id for p in points)).encode()).hexdigest()[:12]
+
+
+def status(points: list[Point], store: Store) -> dict[str, list[Point]]:
+    """Points by state: done, running (started, not finished: in progress or interrupted),
+    failed (failed or diverged), left (never started)."""
+    rows = {r["run_id"]: r["status"] for r in store.statuses([p.run_id for p in points])} if store.path.exists() else {}
+    out: dict[str, list[Point]] = {"done": [], "running": [], "failed": [], "left": []}
+    for p in points:
+        s = rows.get(p.run_id)
+        out["done" if s == "done" else "running" if s == "running" else "failed" if s in ("failed", "diverged")
+            else "left"].append(p)
+    return out
+
+
+def ingest_incoming(store: Store) -> int:
+    """Record results that workers left in ``incoming/`` (a driver died before it could)."""
+    from evalsuite.executors.base import incoming_dir, read_result
+
+    count = 0
+    for path in sorted(incoming_dir(store).glob("*.json")):
+        result = read_result(path)
+        if result is None:
+            continue
+        record(store, result)
+        count += 1
+    return count
+
+
+def record(store: Store, result: dict) -> None:
+    """Write one finished result to the store (driver only), then drop its incoming files."""
+    from evalsuite.executors.base import incoming_dir
+
+    run_id = result["run_id"]
+    weights = incoming_dir(store) / f"{run_id}.pt"
+    if store.get(run_id) is None:
+        store.start(run_id, result["config"], result.get("env") or {})
+    if result["status"] == "done" and weights.exists():
+        target = store.weights_path(run_id)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(weights, target)
+    store.finish(run_id, result["status"], result.get("metrics") or {}, result.get("error"), result.get("history") or [])
+    (incoming_dir(store) / f"{run_id}.json").unlink(missing_ok=True)
+    weights.unlink(missing_ok=True)
+
+
+def run_sweep(spec_path, *, store: Store, executor: str = "local", workers: int | None = None,
+              device: str = "auto", retry_failed: bool = False, address: str | None = None, echo=print) -> dict:
+    """Validate every point, skip those done, run the rest, record each result as it arrives."""
+    from evalsuite.executors import get_executor
+
+    spec = load_spec(spec_path)
+    points = expand(spec)
+    sid = sweep_id(points)
+    store.add_sweep(sid, spec.name or Path(spec_path).stem, spec.model_dump(), [p.run_id for p in points])
+    recovered = ingest_incoming(store)
+    state = status(points, store)
+    todo = state["left"] + state["running"] + (state["failed"] if retry_failed else [])
+    echo(f"sweep {spec.name or Path(spec_path).stem} ({sid}): {len(points)} runs; {len(state['done'])} done"
+         + (f" ({recovered} recovered from incoming/)" if recovered else "")
+         + (f", {len(state['failed'])} failed (--retry-failed reruns them)" if state["failed"] and not retry_failed else "")
+         + f", {len(todo)} to run")
+    if not todo:
+        return {"sweep_id": sid, "points": len(points), "ran": 0, "failed": 0}
+    for p in todo:
+        store.start(p.run_id, p.config, {})
+    progress = Progress(len(todo), echo)
+    failed = 0
+    runner = get_executor(executor, workers=workers, device=device, address=address)
+    for result in runner.run([p.config for p in todo], incoming_dir_for(store)):
+        record(store, result)
+        failed += result["status"] != "done"
+        progress.update(result)
+    progress.close()
+    return {"sweep_id": sid, "points": len(points), "ran": len(todo), "failed": failed}
+
+
+def incoming_dir_for(store: Store) -> Path:
+    from evalsuite.executors.base import incoming_dir
+
+    return incoming_dir(store)
+
+
+class Progress:
+    """Runs done, failures so far and an ETA from the mean time per finished run."""
+
+    def __init__(self, total: int, echo):
+        self.total, self.done, self.failed, self.echo = total, 0, 0, echo
+        self.start = time.perf_counter()
+
+    def update(self, result: dict) -> None:
+        self.done += 1
+        self.failed += result["status"] != "done"
+        elapsed = time.perf_counter() - self.start
+        eta = elapsed / self.done * (self.total - self.done)
+        acc = (result.get("metrics") or {}).get("accuracy")
+        what = f"{result['config']['model']['name']} on {result['config']['task']['name']}"
+        detail = f"accuracy {acc:.4f}" if acc is not None else (result.get("error") or "").strip().splitlines()[0][:80] if result.get("error") else ""
+        self.echo(f"[{self.done}/{self.total}] {result['status']:<8} {what} ({result['run_id']}) {detail}"
+                  f"  | {self.failed} failed, {elapsed:.0f} s elapsed, ETA {eta:.0f} s")
+
+    def close(self) -> None:
+        self.echo(f"finished {self.done} runs in {time.perf_counter() - self.start:.0f} s, {self.failed} failed")
