@@ -280,6 +280,65 @@ def sweep(spec, executor, workers, address, device, store_path, retry_failed, sh
         sys.exit(1)
 
 
+@main.command()
+@click.argument("names", nargs=-1)
+@click.option("--scale", default="cpu", show_default=True, type=click.Choice(["cpu", "paper"]),
+              help="cpu: sizes that run here in about an hour; paper: the published sizes (a GPU or a cluster)")
+@click.option("--list", "list_only", is_flag=True, help="name each experiment, its source and expected run time")
+@click.option("--executor", default="local", show_default=True, type=click.Choice(["local", "ray"]))
+@click.option("--workers", default=None, type=click.IntRange(min=1))
+@click.option("--address", default=None, help="Ray cluster address")
+@click.option("--device", default="auto", show_default=True, type=click.Choice(["auto", "cpu", "cuda"]))
+@click.option("--store", "store_path", default=None, type=click.Path(dir_okay=False))
+@click.option("--verdicts-only", is_flag=True, help="judge what the store holds; run nothing")
+@click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
+              help="reproduction report [default: results/reports/reproduce-SCALE.html]")
+def reproduce(names, scale, list_only, executor, workers, address, device, store_path, verdicts_only, output):
+    """Run the experiments behind FINDINGS.md (all, or NAMES) and judge each from the stored results."""
+    from evalsuite import reproduce as rep
+    from evalsuite import sweep as sweeps
+    from evalsuite.reports import builder
+    from evalsuite.store import Store
+
+    if list_only:
+        for e in rep.EXPERIMENTS.values():
+            click.echo(f"{e.name:<16} {e.source}\n{'':<17}{e.finding}\n{'':<17}expected: about {e.minutes['cpu']:g} min "
+                       f"at cpu scale on 2 cores; about {e.minutes['paper']:g} GPU-min at paper scale")
+        return
+    try:
+        names = rep.check_names(names)
+        if not verdicts_only:
+            _device_name(device)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    store = Store(store_path)
+    run_ids: list[str] = []
+    for name in names:
+        exp = rep.EXPERIMENTS[name]
+        spec = exp.spec(scale)
+        if spec is not None:
+            run_ids += [p.run_id for p in sweeps.expand(spec)]
+        if verdicts_only:
+            continue
+        click.echo(f"== {name}: {exp.finding}")
+        if spec is not None:
+            sweeps.run_sweep(spec, store=store, executor=executor, workers=workers, device=device, address=address,
+                             echo=click.echo)
+        rep.run_probes(exp, scale, store, echo=click.echo)
+    if not store.path.exists():
+        raise BadInput(f"--store: nothing stored at {store.path}; run without --verdicts-only first")
+    verdicts = rep.verdicts(names, store, scale)
+    for v in verdicts:
+        click.echo(f"{v.name:<16} {v.status.upper()}" + (f"  ({v.why})" if v.why else ""))
+        for f in v.figures:
+            click.echo(f"{'':<17}{f}")
+    runs = store.runs(sorted(set(run_ids)))
+    path = builder.write(runs, output or store.path.parent / "reports" / f"reproduce-{scale}.html",
+                         title=f"evalsuite: reproducing the literature ({scale} scale)", probes=store.probes(),
+                         preamble=rep.verdict_html(verdicts))
+    click.echo(f"report   {path}")
+
+
 @main.group()
 def bench() -> None:
     """Benchmarks that print figures (kernels, decoding)."""

@@ -13,7 +13,8 @@ A spec (YAML or TOML)::
     set: {train.epochs: 1}               # overrides applied to every point
 
 An axis is ``task``, ``model``, ``feature_map``, ``preset``, or any config key (``task.seq_len``,
-``model.d_model``, ``train.lr``, or a bare key when unambiguous). Every point is validated before
+``model.d_model``, ``train.lr``, or a bare key when unambiguous); a joint axis names several keys
+that move together: ``"task.seq_len,task.num_kv_pairs": [[64, 4], [128, 8]]``. Every point is validated before
 the first run starts. The driver is the only process that writes the store; workers also drop
 each finished result into ``<store dir>/incoming/`` (written then renamed), which the driver
 ingests, so a killed driver loses nothing.
@@ -102,8 +103,8 @@ def expand(spec: SweepSpec) -> list[Point]:
     Raises ``SweepError`` listing every invalid point with its axis values; duplicates collapse."""
     axes = list(spec.grid)
     combos = [dict(zip(axes, values)) for values in itertools.product(*(spec.grid[a] for a in axes))] or [{}]
-    raw = [dict(c) for c in combos]
-    raw += [dict(p) for p in spec.points]
+    raw = [_split_joint(c) for c in combos]
+    raw += [_split_joint(dict(p)) for p in spec.points]
     points, errors, seen = [], [], set()
     for values in raw:
         for seed in spec.seeds:
@@ -121,6 +122,20 @@ def expand(spec: SweepSpec) -> list[Point]:
         raise SweepError(f"{len(errors)} of {len(raw) * len(spec.seeds)} points are invalid; nothing was run:\n"
                          + "\n".join(errors[:20]) + ("\n  ..." if len(errors) > 20 else ""))
     return points
+
+
+def _split_joint(values: dict) -> dict:
+    """A joint axis ``"task.seq_len,task.num_kv_pairs": [[64, 4], [128, 8]]`` moves its keys together."""
+    out = {}
+    for key, value in values.items():
+        if "," not in key:
+            out[key] = value
+            continue
+        names = [k.strip() for k in key.split(",")]
+        if not isinstance(value, (list, tuple)) or len(value) != len(names):
+            raise SweepError(f"joint axis {key!r}: each value must be a list of {len(names)} items, got {value!r}")
+        out.update(zip(names, value))
+    return out
 
 
 def _show(values: dict) -> str:
@@ -174,19 +189,20 @@ def record(store: Store, result: dict) -> None:
     weights.unlink(missing_ok=True)
 
 
-def run_sweep(spec_path, *, store: Store, executor: str = "local", workers: int | None = None,
+def run_sweep(spec_path: str | os.PathLike | SweepSpec, *, store: Store, executor: str = "local", workers: int | None = None,
               device: str = "auto", retry_failed: bool = False, address: str | None = None, echo=print) -> dict:
     """Validate every point, skip those done, run the rest, record each result as it arrives."""
     from evalsuite.executors import get_executor
 
-    spec = load_spec(spec_path)
+    spec = spec_path if isinstance(spec_path, SweepSpec) else load_spec(spec_path)
+    name = spec.name or Path(spec_path).stem
     points = expand(spec)
     sid = sweep_id(points)
-    store.add_sweep(sid, spec.name or Path(spec_path).stem, spec.model_dump(), [p.run_id for p in points])
+    store.add_sweep(sid, name, spec.model_dump(), [p.run_id for p in points])
     recovered = ingest_incoming(store)
     state = status(points, store)
     todo = state["left"] + state["running"] + (state["failed"] if retry_failed else [])
-    echo(f"sweep {spec.name or Path(spec_path).stem} ({sid}): {len(points)} runs; {len(state['done'])} done"
+    echo(f"sweep {name} ({sid}): {len(points)} runs; {len(state['done'])} done"
          + (f" ({recovered} recovered from incoming/)" if recovered else "")
          + (f", {len(state['failed'])} failed (--retry-failed reruns them)" if state["failed"] and not retry_failed else "")
          + f", {len(todo)} to run")

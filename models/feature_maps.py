@@ -29,6 +29,9 @@ register = FEATURE_MAPS.register
 
 class FeatureMap(nn.Module):
     nonnegative: ClassVar[bool] = True
+    # The query/key size per head this map wants (None: the head size); linear attention projects
+    # to it unless model.feature_dim is given. Expanding maps such as taylor set a small one.
+    input_dim: ClassVar[int | None] = None
 
     def __init__(self, head_dim: int, **options):
         super().__init__()
@@ -96,20 +99,27 @@ class Identity(FeatureMap):
 @register("taylor")
 class Taylor(FeatureMap):
     """Second-order Taylor expansion of exp (Based, Arora et al. 2024):
-    phi(q).phi(k) = 1 + q.k/sqrt(d) + (q.k)^2/(2d), which is >= 1/2. Size 1 + d + d(d+1)/2."""
+    phi(q).phi(k) = 1 + q.k/sqrt(d) + (q.k)^2/(2d), which is >= 1/2. Size 1 + d + d(d+1)/2;
+    linear attention projects queries and keys to ``input_dim`` = 16 for it (as Based does) unless
+    ``model.feature_dim`` says otherwise: at head size 64 the map would have 2,145 features."""
+
+    input_dim: ClassVar[int | None] = 16
 
     def __init__(self, head_dim: int):
         super().__init__(head_dim)
         self.out_dim = 1 + head_dim + head_dim * (head_dim + 1) // 2
-        i, j = torch.triu_indices(head_dim, head_dim, offset=1)
-        self.register_buffer("pair_i", i, persistent=False)
-        self.register_buffer("pair_j", j, persistent=False)
+        i, j = torch.triu_indices(head_dim, head_dim)               # pairs i <= j
+        self.register_buffer("pairs", i * head_dim + j, persistent=False)
+        # x_i x_j appears twice in (q.k)^2 for i < j, once on the diagonal: weight the diagonal 1/sqrt(2)
+        weight = torch.ones(len(i), dtype=torch.float64)
+        weight[i == j] = 2 ** -0.5  # float64, so float64 inputs keep their precision
+        self.register_buffer("pair_weight", weight, persistent=False)
 
     def forward(self, x):
-        d = self.head_dim
-        squares = x.square() / math.sqrt(2 * d)
-        cross = x[..., self.pair_i] * x[..., self.pair_j] / math.sqrt(d)
-        return torch.cat([torch.ones_like(x[..., :1]), x / d ** 0.25, squares, cross], dim=-1)
+        xs = x / self.head_dim ** 0.25
+        outer = (xs[..., :, None] * xs[..., None, :]).flatten(-2)       # index_select: cheap backward on CPU
+        second = outer.index_select(-1, self.pairs) * self.pair_weight.to(x.dtype)
+        return torch.cat([torch.ones_like(x[..., :1]), xs, second], dim=-1)
 
 
 @register("dpfp")

@@ -16,7 +16,8 @@ class LinearOptions(MixerOptions):
     mode: Literal["chunk", "recurrent", "quadratic"] = Field("chunk", description="kernel used for training")
     eps: float = Field(1e-6, gt=0, description="added to the z-denominator")
     feature_dim: int | None = Field(None, ge=1, description="project queries and keys to this size per head before the "
-                                                           "feature map (Based uses 16 with taylor); default: head size")
+                                                           "feature map; default: the map's input_dim (taylor: 16, as "
+                                                           "in Based) or else the head size")
 
 
 @MODELS.register("linear")
@@ -28,7 +29,7 @@ class LinearAttention(Mixer):
 
     def __init__(self, d_model, n_heads, options: LinearOptions, feature_map=None):
         super().__init__(d_model, n_heads, options)
-        self.qk_dim = options.feature_dim or self.head_dim
+        self.qk_dim = options.feature_dim or _input_dim(feature_map) or self.head_dim
         self.feature_map = feature_maps.get(feature_map or "elu1", self.qk_dim)
         if options.normalize == "z" and not self.feature_map.nonnegative:
             raise ValueError(f"feature map {type(self.feature_map).__name__} can be negative, so the z-denominator "
@@ -70,3 +71,12 @@ class LinearAttention(Mixer):
         o, state = ops.linear_attention_step(phi_q, phi_k, v, state)
         o = ops.normalize_output(o, self.options.normalize, self.options.eps)
         return self.out(o.reshape(B, self.d_model).to(x.dtype)), state
+
+
+def _input_dim(feature_map) -> int | None:
+    """The size a map asks for its inputs (``FeatureMap.input_dim``), if any."""
+    ref = feature_map.ref if isinstance(feature_map, feature_maps.MapSpec) else feature_map
+    if ref is None or isinstance(ref, feature_maps.FeatureMap):
+        return None
+    cls = feature_maps.FEATURE_MAPS.get(ref)
+    return getattr(cls, "input_dim", None)
