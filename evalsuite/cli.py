@@ -399,6 +399,15 @@ def analyze() -> None:
     """Why recall fails: memory capacity, key interference, attention sharpness."""
 
 
+def _stored_run_options(command):
+    for option in reversed([
+            click.option("--run", "run", required=True, help="run id (or a unique prefix) from the store"),
+            click.option("--store", "store_path", default=None, type=click.Path(dir_okay=False)),
+            click.option("--examples", default=256, show_default=True, type=click.IntRange(min=1))]):
+        command = option(command)
+    return command
+
+
 def _load_run(store_path, run):
     from evalsuite.store import Store
     from evalsuite.train import load_trained
@@ -462,9 +471,7 @@ def analyze_capacity(memory, feature_map, map_options, d_key, pairs, trained, se
 
 
 @analyze.command(name="sharpness")
-@click.option("--run", "run", required=True, help="run id (or a unique prefix) from the store")
-@click.option("--store", "store_path", default=None, type=click.Path(dir_okay=False))
-@click.option("--examples", default=256, show_default=True, type=click.IntRange(min=1))
+@_stored_run_options
 def analyze_sharpness(run, store_path, examples):
     """Entropy, largest weight, top-k mass and answer mass per layer and head of a stored run."""
     from evalsuite.analysis import sharpness as sharp_mod
@@ -480,9 +487,7 @@ def analyze_sharpness(run, store_path, examples):
 
 
 @analyze.command(name="interference")
-@click.option("--run", "run", required=True, help="run id (or a unique prefix) from the store")
-@click.option("--store", "store_path", default=None, type=click.Path(dir_okay=False))
-@click.option("--examples", default=256, show_default=True, type=click.IntRange(min=1))
+@_stored_run_options
 def analyze_interference(run, store_path, examples):
     """Key coherence, effective rank and cross-talk per layer and head of a stored run."""
     import pandas as pd

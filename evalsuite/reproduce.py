@@ -78,6 +78,14 @@ def _fmt(x) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
 
 
+def _judge(name: str, finding: str, figures: list[str], checks: dict[str, bool]) -> Verdict:
+    """Reproduced when every named check holds; the figures list each check's outcome."""
+    figures = figures + ["; ".join(f"{k}: {'yes' if v else 'no'}" for k, v in checks.items())]
+    if all(checks.values()):
+        return Verdict(name, finding, REPRODUCED, figures)
+    return Verdict(name, finding, NOT_REPRODUCED, figures, "not shown: " + ", ".join(k for k, v in checks.items() if not v))
+
+
 def _lrs(scale_lrs):
     return {"train.lr": scale_lrs}
 
@@ -118,11 +126,8 @@ def verdict_linear_width(runs, probes) -> Verdict:
     short = acc(grid[64, 16]) < acc(soft) - 0.05
     grows = all(acc(grid[widths[-1], D]) > acc(grid[widths[0], D]) + 0.02 for D in pairs)
     drops = all(acc(grid[w, pairs[0]]) >= acc(grid[w, pairs[1]]) for w in widths)
-    checks = {"falls short of softmax at d_model 64": short, "improves with width": grows, "drops as D grows": drops}
-    figures.append("; ".join(f"{k}: {'yes' if v else 'no'}" for k, v in checks.items()))
-    status = REPRODUCED if all(checks.values()) else NOT_REPRODUCED
-    return Verdict(name, finding, status, figures,
-                   "" if status == REPRODUCED else "not shown: " + ", ".join(k for k, v in checks.items() if not v))
+    return _judge(name, finding, figures, {"falls short of softmax at d_model 64": short,
+                                            "improves with width": grows, "drops as D grows": drops})
 
 
 # ---- 3. capacity knee -----------------------------------------------------------------------------
@@ -146,12 +151,9 @@ def verdict_capacity(runs, probes) -> Verdict:
     dpfp_out = knees["linear/dpfp(nu=1)"] <= knees["linear/dpfp(nu=2)"] <= knees["linear/dpfp(nu=3)"] \
         and knees["linear/dpfp(nu=3)"] > knees["linear/dpfp(nu=1)"] and knees["linear/dpfp(nu=1)"] >= knees["linear/elu1"]
     soft_none = knees["softmax"] == largest
-    checks = {f"elu+1 knee within [d_key/2, 2 d_key] = [{d_key // 2}, {2 * d_key}]": elu_near,
-              "DPFP knees move out with nu": dpfp_out, "softmax shows no knee in the range": soft_none}
-    figures.append("; ".join(f"{k}: {'yes' if v else 'no'}" for k, v in checks.items()))
-    status = REPRODUCED if all(checks.values()) else NOT_REPRODUCED
-    return Verdict(name, finding, status, figures,
-                   "" if status == REPRODUCED else "not shown: " + ", ".join(k for k, v in checks.items() if not v))
+    return _judge(name, finding, figures, {
+        f"elu+1 knee within [d_key/2, 2 d_key] = [{d_key // 2}, {2 * d_key}]": elu_near,
+        "DPFP knees move out with nu": dpfp_out, "softmax shows no knee in the range": soft_none})
 
 
 # ---- 4. delta beats linear at equal state ---------------------------------------------------------
