@@ -4,6 +4,7 @@ Exit status: 0 success, 1 a run that failed or diverged (the store says why), 2 
 """
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -175,12 +176,22 @@ def list_(what):
 
 
 def _fields(model_cls) -> str:
-    return ", ".join(f"{name}={f.default!r}" for name, f in model_cls.model_fields.items())
+    return ", ".join(f"{name}={f.get_default(call_default_factory=True)!r}" for name, f in model_cls.model_fields.items())
 
 
-def _first_line(obj) -> str:
-    lines = (obj.__doc__ or "").strip().splitlines()
-    return lines[0] if lines else ""
+def _first_line(obj, width: int = 100) -> str:
+    """The docstring's first sentence (or paragraph), on one line."""
+    paragraph = " ".join((obj.__doc__ or "").strip().split("\n\n")[0].split())
+    sentence = re.split(r"\.\s+(?=[A-Z`])", paragraph)[0].rstrip(".")  # not at "et al. 2021"
+    return sentence if len(sentence) <= width else sentence[:width - 3] + "..."
+
+
+def _map_options(cls) -> str:
+    import inspect
+
+    params = list(inspect.signature(cls.__init__).parameters.values())[2:]
+    shown = [f"{p.name}={p.default!r}" for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    return f"\n{'':<17}options: {', '.join(shown)}" if shown else ""
 
 
 def _listing(kind: str) -> list[str]:
@@ -196,7 +207,7 @@ def _listing(kind: str) -> list[str]:
                 + (f"\n{'':<17}options: {_fields(cls.Options)}" if cls.Options.model_fields else "")
                 for name, cls in models.MODELS.items()]
     if kind == "feature-maps":
-        return [f"{name:<14} {_first_line(cls)}"
+        return [f"{name:<14} {_first_line(cls)}{_map_options(cls)}"
                 for name, cls in feature_maps.FEATURE_MAPS.items()]
     return [f"{name:<14} {p['description']}" for name, p in cfg.PRESETS.items()]
 

@@ -45,7 +45,9 @@ class HybridOptions(MixerOptions):
 
 @MODELS.register("hybrid")
 class Hybrid(Mixer):
-    """Not a mixer itself: ``build_layers`` returns one mixer per layer following the pattern."""
+    """Any mixer in any layer, following a pattern (LLLS, delta,softmax) or a ratio (3:1).
+
+    Not a mixer itself: ``build_layers`` returns one mixer per layer."""
 
     Options = HybridOptions
     uses_feature_map = True  # handed to the layers that take one
