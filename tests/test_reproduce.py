@@ -53,7 +53,7 @@ CASES = {
         [run("delta", .99, d_model=32, state_size=100), run("linear", .3, d_model=32, state_size=110),
          run("delta", .99, d_model=64, state_size=200), run("linear", .5, d_model=64, state_size=210)],
         [run("delta", .99, d_model=32, state_size=100), run("linear", .98, d_model=32, state_size=110),
-         run("delta", .99, d_model=64, state_size=200), run("linear", .5, d_model=64, state_size=210)], NO_PROBES),
+         run("delta", .05, d_model=64, state_size=200), run("linear", .05, d_model=64, state_size=210)], NO_PROBES),
     "hybrid-recovery": (
         [run("softmax", 1.0), run("linear", .1), run("hybrid", .95, pattern="SL"), run("hybrid", .1, pattern="LS")],
         [run("softmax", 1.0), run("linear", .1), run("hybrid", .3, pattern="SL")], NO_PROBES),
@@ -113,3 +113,12 @@ def test_cli_list_and_unknown_name():
     assert res.exit_code == 0 and all(name in res.output for name in rep.EXPERIMENTS)
     bad = CliRunner().invoke(main, ["reproduce", "sharpnes"])
     assert bad.exit_code == 2 and "did you mean 'sharpness'" in bad.output
+
+
+def test_delta_verdict_skips_a_width_where_neither_learned():
+    runs = [run("delta", .05, d_model=32, state_size=100), run("linear", .05, d_model=32, state_size=110),
+            run("delta", .99, d_model=64, state_size=200), run("linear", .1, d_model=64, state_size=210)]
+    v = rep.EXPERIMENTS["delta-vs-linear"].verdict(runs, NO_PROBES)
+    assert v.status == rep.REPRODUCED and "does not count" in v.figures[0]
+    both_fail = [dict(r, metrics={**r["metrics"], "accuracy": 0.05}) for r in runs]
+    assert rep.EXPERIMENTS["delta-vs-linear"].verdict(both_fail, NO_PROBES).status == rep.INCONCLUSIVE
