@@ -312,13 +312,13 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                                         pairs=[20, 40, 60, 80, 100, 150, 200, 300, 400, 500, 600]) for n in (1, 2, 3)],
                                  dict(memory="softmax", d_key=64, pairs=[20, 40, 60, 80, 100, 150, 200, 300, 400, 500, 600])]}),
     Experiment("delta-vs-linear", FINDINGS["delta-vs-linear"], "DeltaNet (Yang et al. 2024), MQAR; MAD in-context recall", {
-        "cpu": {"base": {**CPU_BASE, "model": "delta"},
-                "grid": {"model": ["delta", "linear"], "model.d_model": [32, 64], **_lrs(CPU_LRS)},
+        "cpu": {"base": {**CPU_BASE, "model": "delta"},  # small widths learn faster at a larger rate
+                "grid": {"model": ["delta", "linear"], "model.d_model": [32, 64], **_lrs(CPU_LRS + [0.01])},
                 "set": {"task.num_kv_pairs": 16}},
         "paper": {"base": {**PAPER_BASE, "model": "delta"},
                   "grid": {"model": ["delta", "linear"], "model.d_model": [64, 128, 256], **_lrs(PAPER_LRS)},
                   "set": {"task.seq_len": 512, "task.num_kv_pairs": 64}},
-    }, verdict_delta, {"cpu": 8, "paper": 120}),
+    }, verdict_delta, {"cpu": 6, "paper": 120}),
     Experiment("hybrid-recovery", FINDINGS["hybrid-recovery"], "Zoology; DeltaNet hybrids; 3:1 production hybrids", {
         "cpu": {"base": {**CPU_BASE, "model": "hybrid"},
                 "grid": {"model.pattern": ["LS", "SL"], **_lrs(CPU_LRS)},
@@ -330,10 +330,10 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
     }, verdict_hybrid, {"cpu": 6, "paper": 90}),
     Experiment("listops-order", FINDINGS["listops-order"], "LRA (Tay et al. 2021), Table 1", {
         "cpu": {"base": {"task": "listops", "model": "softmax"}, "grid": {"model": ["softmax", "linear"], **_lrs(CPU_LRS)},
-                "set": {"train.num_train": 20000}},
+                "set": {"train.num_train": 50000, "train.epochs": 3}},
         "paper": {"base": {"task": "listops", "model": "softmax", "preset": "lra"},
                   "grid": {"model": ["softmax", "linear"], **_lrs(PAPER_LRS)}},
-    }, verdict_listops, {"cpu": 6, "paper": 240}),
+    }, verdict_listops, {"cpu": 8, "paper": 240}),
     Experiment("copy", FINDINGS["copy"], "Katharopoulos et al. 2020, Figure 2", {
         "cpu": {"base": {"task": "copy", "model": "softmax"}, "grid": {"model": ["softmax", "linear"], **_lrs(CPU_LRS)}},
         "paper": {"base": {"task": "copy", "model": "softmax", "preset": "paper"},

@@ -105,6 +105,7 @@ def _scaling_plots(summary: list[dict], slices: pd.DataFrame, fmt: str) -> list[
         return out
     for x, label, logx in (("d_model", "model width d_model", True),):
         for task, part in df.groupby("task"):
+            part = _distinguish(part, ("pairs", "seq_len"))
             if part[x].nunique() > 1:
                 out.append({"title": f"{task}: accuracy against {label}",
                             "uri": plots.lines(part, x, "accuracy", "model", title=f"{task}: accuracy vs {label}",
@@ -113,6 +114,7 @@ def _scaling_plots(summary: list[dict], slices: pd.DataFrame, fmt: str) -> list[
         if slices.empty or key not in slices:
             continue
         for task, part in slices.dropna(subset=[key]).groupby("task"):
+            part = _distinguish(part, ("d_model",))
             if part[key].nunique() > 1:
                 out.append({"title": f"{task}: accuracy against {label}",
                             "uri": plots.lines(part, key, "accuracy", "model", title=f"{task}: accuracy vs {label}",
@@ -120,13 +122,30 @@ def _scaling_plots(summary: list[dict], slices: pd.DataFrame, fmt: str) -> list[
     return out
 
 
-def _slices(runs: list[dict]) -> pd.DataFrame:
+def _distinguish(df: pd.DataFrame, keys) -> pd.DataFrame:
+    """Name the settings that vary within a plot in its line labels (so D=4 and D=16 are two lines)."""
+    df = df.copy()
+    for key in keys:
+        if key in df and df[key].nunique() > 1:
+            df["model"] = df["model"] + f" {key}=" + df[key].map(_short)
+    return df
+
+
+def _short(value) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def _slices(runs: list[dict], best: set[str]) -> pd.DataFrame:
+    """Per-slice test accuracies of the best run of each configuration (best learning rate)."""
     rows = []
     for r in runs:
-        if r["status"] != "done":
+        if r["status"] != "done" or r["run_id"] not in best:
             continue
         for s in r["metrics"].get("slices") or []:
-            rows.append({"task": r["config"]["task"]["name"], "model": model_label(r["config"]), "run_id": r["run_id"], **s})
+            rows.append({"task": r["config"]["task"]["name"], "model": model_label(r["config"]), "run_id": r["run_id"],
+                         "d_model": r["config"]["model"]["d_model"], **s})
     return pd.DataFrame(rows)
 
 
@@ -162,7 +181,7 @@ def _capacity(slices: pd.DataFrame, summary: list[dict], probes: pd.DataFrame | 
                 part, "pairs", "accuracy", "memory", title=f"capacity probe ({kind}, setting {setting})",
                 xlabel="stored pairs S", logx=True, knees=knees, fmt=fmt)})
     if not slices.empty and "num_kv_pairs" in slices:
-        part = slices.dropna(subset=["num_kv_pairs"])
+        part = _distinguish(slices.dropna(subset=["num_kv_pairs"]), ("d_model",))
         if part.num_kv_pairs.nunique() > 1:
             knees = {}
             for model, m in part.groupby("model"):
@@ -177,6 +196,7 @@ def _capacity(slices: pd.DataFrame, summary: list[dict], probes: pd.DataFrame | 
                 xlabel="key-value pairs in context", logx=True, knees=knees, fmt=fmt)})
     states = pd.DataFrame([r for r in summary if r["accuracy"] is not None and r["state_size"]])
     if not states.empty and len(states) > 1:
+        states = _distinguish(states, ("task", "pairs"))
         section["plots"].append({"title": "accuracy against state size", "uri": plots.lines(
             states, "state_size", "accuracy", "model", title="accuracy vs state size (floats per sequence)",
             xlabel="state size", logx=True, fmt=fmt)})
@@ -287,7 +307,7 @@ def render(runs: Iterable[dict], title: str = "evalsuite report", *, probes: pd.
         raise ValueError(f"plot_format must be one of {PLOT_FORMATS}, got {plot_format!r}")
     runs = [dict(r, metrics=r.get("metrics") or {}) for r in runs]
     summary = summarize(runs)
-    slices = _slices(runs)
+    slices = _slices(runs, {row["anchor"] for row in summary})
     for run in runs:
         run["label"] = model_label(run["config"])
         run["curve"] = plots.training_curves(run.get("history") or [], fmt="png")  # small, many of them
