@@ -16,12 +16,23 @@ TARGET = 0.99
 DPI = 80
 
 
+PNG_COLORS = 128  # a palette PNG is a third to a quarter of the size; plots have few colours
+
+
 def to_uri(fig, fmt: str = "png") -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format=fmt, dpi=DPI, bbox_inches="tight", metadata=None if fmt == "png" else {"Date": None})
     plt.close(fig)
+    data = buf.getvalue()
+    if fmt == "png":
+        from PIL import Image  # matplotlib's own dependency
+
+        image = Image.open(io.BytesIO(data)).convert("RGB").quantize(colors=PNG_COLORS, method=Image.Quantize.MEDIANCUT)
+        small = io.BytesIO()
+        image.save(small, format="PNG", optimize=True)
+        data = small.getvalue()
     mime = "image/svg+xml" if fmt == "svg" else "image/png"
-    return f"data:{mime};base64," + base64.b64encode(buf.getvalue()).decode()
+    return f"data:{mime};base64," + base64.b64encode(data).decode()
 
 
 def lines(df: pd.DataFrame, x: str, y: str, hue: str, *, title: str, xlabel: str, ylabel: str = "accuracy",
