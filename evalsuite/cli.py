@@ -265,7 +265,8 @@ def sweep(spec, executor, workers, address, device, store_path, retry_failed, sh
     except sweeps.SweepError as exc:
         raise BadInput(str(exc)) from None
     if show_status:
-        sweeps.ingest_incoming(store) if store.path.exists() else None
+        if store.path.exists():
+            sweeps.ingest_incoming(store)
         state = sweeps.status(points, store)
         click.echo(f"{len(points)} runs: " + ", ".join(f"{len(v)} {k}" for k, v in state.items()))
         for p in state["failed"]:

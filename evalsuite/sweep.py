@@ -35,6 +35,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalsuite import config as cfg
+from evalsuite.executors.base import incoming_dir, read_result
 from evalsuite.store import Store
 
 NAMED_AXES = ("task", "model", "feature_map", "preset")
@@ -160,8 +161,6 @@ def status(points: list[Point], store: Store) -> dict[str, list[Point]]:
 
 def ingest_incoming(store: Store) -> int:
     """Record results that workers left in ``incoming/`` (a driver died before it could)."""
-    from evalsuite.executors.base import incoming_dir, read_result
-
     count = 0
     for path in sorted(incoming_dir(store).glob("*.json")):
         result = read_result(path)
@@ -174,8 +173,6 @@ def ingest_incoming(store: Store) -> int:
 
 def record(store: Store, result: dict) -> None:
     """Write one finished result to the store (driver only), then drop its incoming files."""
-    from evalsuite.executors.base import incoming_dir
-
     run_id = result["run_id"]
     weights = incoming_dir(store) / f"{run_id}.pt"
     if store.get(run_id) is None:
@@ -213,18 +210,12 @@ def run_sweep(spec_path: str | os.PathLike | SweepSpec, *, store: Store, executo
     progress = Progress(len(todo), echo)
     failed = 0
     runner = get_executor(executor, workers=workers, device=device, address=address)
-    for result in runner.run([p.config for p in todo], incoming_dir_for(store)):
+    for result in runner.run([p.config for p in todo], incoming_dir(store)):
         record(store, result)
         failed += result["status"] != "done"
         progress.update(result)
     progress.close()
     return {"sweep_id": sid, "points": len(points), "ran": len(todo), "failed": failed}
-
-
-def incoming_dir_for(store: Store) -> Path:
-    from evalsuite.executors.base import incoming_dir
-
-    return incoming_dir(store)
 
 
 class Progress:
@@ -241,7 +232,8 @@ class Progress:
         eta = elapsed / self.done * (self.total - self.done)
         acc = (result.get("metrics") or {}).get("accuracy")
         what = f"{result['config']['model']['name']} on {result['config']['task']['name']}"
-        detail = f"accuracy {acc:.4f}" if acc is not None else (result.get("error") or "").strip().splitlines()[0][:80] if result.get("error") else ""
+        error = (result.get("error") or "").strip()
+        detail = f"accuracy {acc:.4f}" if acc is not None else (error.splitlines()[0][:80] if error else "")
         self.echo(f"[{self.done}/{self.total}] {result['status']:<8} {what} ({result['run_id']}) {detail}"
                   f"  | {self.failed} failed, {elapsed:.0f} s elapsed, ETA {eta:.0f} s")
 
