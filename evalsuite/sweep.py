@@ -194,6 +194,7 @@ def run_sweep(spec_path: str | os.PathLike | SweepSpec, *, store: Store, executo
     spec = spec_path if isinstance(spec_path, SweepSpec) else load_spec(spec_path)
     name = spec.name or Path(spec_path).stem
     points = expand(spec)
+    runner = get_executor(executor, workers=workers, device=device, address=address)  # refuse bad options first
     sid = sweep_id(points)
     store.add_sweep(sid, name, spec.model_dump(), [p.run_id for p in points])
     recovered = ingest_incoming(store)
@@ -209,7 +210,6 @@ def run_sweep(spec_path: str | os.PathLike | SweepSpec, *, store: Store, executo
         store.start(p.run_id, p.config, {})
     progress = Progress(len(todo), echo)
     failed = 0
-    runner = get_executor(executor, workers=workers, device=device, address=address)
     for result in runner.run([p.config for p in todo], incoming_dir(store)):
         record(store, result)
         failed += result["status"] != "done"

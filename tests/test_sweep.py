@@ -67,6 +67,10 @@ def test_invalid_point_is_refused_before_any_run(tmp_path, store_path):
     assert not store_path.exists()
     bad = write(tmp_path, "grid: {model: []}\nbase: {task: recall}", "bad.yaml")
     assert CliRunner().invoke(main, ["sweep", str(bad)]).exit_code == 2
+    ok = write(tmp_path, GRID6, "ok.yaml")
+    res = CliRunner().invoke(main, ["sweep", str(ok), "--address", "10.0.0.1:6379", "--store", str(store_path)])
+    assert res.exit_code == 2 and "--address is for --executor ray" in res.output
+    assert not store_path.exists()
 
 
 def test_grid_of_six_with_two_workers_then_resume(tmp_path, store_path):
