@@ -82,6 +82,8 @@ def _as_report_run(result) -> dict:
 
 
 def _summary(result, store_path, report) -> str:
+    from evalsuite.train import convergence_note
+
     m = result.metrics
     model = result.config["model"]
     name = model["name"] + (f" ({model['feature_map']})" if model.get("feature_map") else "")
@@ -91,9 +93,15 @@ def _summary(result, store_path, report) -> str:
     if result.error:
         rows.append(("error", result.error.strip().splitlines()[0]))
     if "accuracy" in m:
-        rows += [("test accuracy", f"{m['accuracy']:.4f}"), ("val accuracy", f"{m['val_accuracy']:.4f}"),
+        floor = ""
+        if "context_chance" in m:
+            floor = f"  (chance {m['context_chance']:.4f}: {m.get('chance_rule', '')}; majority class {m['majority_rate']:.4f})"
+        budget = f" of {m['budget_steps']}, best at step {m['best_step']}" if "budget_steps" in m else ""
+        rows += [("test accuracy", f"{m['accuracy']:.4f}{floor}"), ("val accuracy", f"{m['val_accuracy']:.4f}"),
                  ("test loss", f"{m['loss']:.4f}"),
-                 ("steps", f"{m['steps']} ({m['steps_per_s']:.0f} steps/s)")]
+                 ("steps", f"{m['steps']}{budget} ({m['steps_per_s']:.0f} steps/s)")]
+        if convergence_note(m):
+            rows.append(("convergence", convergence_note(m)))
     if "wall_time_s" in m:
         rows.append(("wall time", f"{m['wall_time_s']:.1f} s"))
     if "parameters" in m:
@@ -333,9 +341,11 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
         if verdicts_only:
             continue
         click.echo(f"== {name}: {exp.finding}")
+        options = dict(store=store, executor=executor, workers=workers, device=device, address=address, echo=click.echo)
         if spec is not None:
-            sweeps.run_sweep(spec, store=store, executor=executor, workers=workers, device=device, address=address,
-                             echo=click.echo)
+            sweeps.run_sweep(spec, **options)
+            rep.escalate(exp, scale, store, lambda sweep_name, configs: sweeps.run_configs(configs, name=sweep_name, **options),
+                         echo=click.echo)
         rep.run_probes(exp, scale, store, echo=click.echo)
     if not store.path.exists():
         raise BadInput(f"--store: nothing stored at {store.path}; run without --verdicts-only first")
@@ -344,7 +354,7 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
         click.echo(f"{v.name:<16} {v.status.upper()}" + (f"  ({v.why})" if v.why else ""))
         for f in v.figures:
             click.echo(f"{'':<17}{f}")
-    runs = store.runs(sorted(set(run_ids)))
+    runs = list({r["run_id"]: r for name in names for r in rep.experiment_runs(rep.EXPERIMENTS[name], scale, store)}.values())
     path = builder.write(runs, output or store.path.parent / "reports" / f"reproduce-{scale}.html",
                          title=f"evalsuite: reproducing the literature ({scale} scale)", probes=store.probes(),
                          preamble=rep.verdict_html(verdicts))
@@ -489,7 +499,8 @@ def analyze_sharpness(run, store_path, examples):
     from evalsuite.analysis import sharpness as sharp_mod
 
     config, model, test = _load_run(store_path, run)
-    df = sharp_mod.attention_sharpness(model, test.inputs[:examples], test.targets[:examples])
+    test = test[:examples]
+    df = sharp_mod.attention_sharpness(model, test.inputs, test.targets, test.answers)
     if df.empty:
         raise BadInput("--run: the test set has no graded positions")
     click.echo(f"{config['model']['name']} on {config['task']['name']}, {examples} test examples")
@@ -508,8 +519,9 @@ def analyze_interference(run, store_path, examples):
     from evalsuite.analysis import interference as inter_mod
 
     config, model, test = _load_run(store_path, run)
-    x, y = test.inputs[:examples], test.targets[:examples]
-    queries, ex = inter_mod.key_interference(model, x, y)
+    test = test[:examples]
+    x, y = test.inputs, test.targets
+    queries, ex = inter_mod.key_interference(model, x, y, test.answers)
     click.echo(f"{config['model']['name']} on {config['task']['name']}, {examples} test examples")
     click.echo(_table(pd.DataFrame(inter_mod.summarize(queries, ex))))
     click.echo("\nagainst the number of stored keys:")

@@ -12,11 +12,11 @@ from typing import Callable
 
 import pandas as pd
 
+from evalsuite.reproduce_rules import MARGIN, Cell, higher, matches, not_higher
 from evalsuite.sweep import SweepSpec
 
 SCALES = ("cpu", "paper")
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
-TARGET = 0.99
 
 
 @dataclass
@@ -37,9 +37,16 @@ class Experiment:
     finding: str
     source: str
     specs: dict[str, dict]                    # scale -> sweep spec (dict form)
-    verdict: Callable[[list[dict], pd.DataFrame], Verdict]
+    verdict: Callable[[list[dict], pd.DataFrame, dict], Verdict]
     minutes: dict[str, float]                 # expected run time per scale (2-core CPU / a GPU)
     probes: dict[str, list[dict]] = field(default_factory=dict)  # scale -> capacity-probe calls
+    cells: Callable[[list[dict], dict], list[Cell]] | None = None  # the cells its verdict rests on
+
+    def params(self, scale: str) -> dict:
+        return PARAMS[self.name][scale]
+
+    def judge(self, runs: list[dict], probes: pd.DataFrame, scale: str) -> Verdict:
+        return self.verdict(runs, probes, self.params(scale))
 
     def spec(self, scale: str) -> SweepSpec | None:
         data = self.specs.get(scale)
@@ -48,194 +55,294 @@ class Experiment:
 
 # ---- helpers over stored runs -------------------------------------------------------------------
 
-def label(run: dict) -> str:
-    from evalsuite.reports.builder import model_label
-
-    return model_label(run["config"])
-
-
-def best(runs: list[dict], **where) -> dict | None:
-    """The done run with the best test accuracy among those matching ``where`` (best over the
-    learning-rate sweep and seeds); keys: ``model`` (label), ``d_model``, ``seq_len``, ``pairs``, ``task``."""
-    def ok(r):
-        c = r["config"]
-        values = {"model": label(r), "d_model": c["model"]["d_model"], "seq_len": c["task"].get("seq_len"),
-                  "pairs": c["task"].get("num_kv_pairs"), "task": c["task"]["name"], "name": c["model"]["name"]}
-        return r["status"] == "done" and all(values.get(k) == v for k, v in where.items())
-    matches = [r for r in runs if ok(r)]
-    return max(matches, key=lambda r: r["metrics"]["accuracy"]) if matches else None
+def _missing(name, finding, cells: list[Cell]) -> Verdict | None:
+    gone = [c.label for c in cells if not c.present]
+    if gone:
+        return Verdict(name, finding, INCONCLUSIVE, [c.figure() for c in cells],
+                       f"no finished run for {', '.join(gone)}: run `evalsuite reproduce {name}`")
+    return None
 
 
-def acc(run: dict | None) -> float:
-    return math.nan if run is None else run["metrics"]["accuracy"]
+def _control(name, finding, control: Cell, figures: list[str]) -> Verdict | None:
+    """Inconclusive unless the positive control (the model that should succeed) learned."""
+    if control.learned:
+        return None
+    return Verdict(name, finding, INCONCLUSIVE, figures,
+                   f"positive control failed: {control.label} did not learn this setting "
+                   f"({_fmt(control.acc)}, chance {_fmt(control.floor)}), so a failure here says nothing about the model")
 
 
-def _missing(name, finding, what) -> Verdict:
-    return Verdict(name, finding, INCONCLUSIVE, [], f"no finished run for {what}: run `evalsuite reproduce {name}`")
+def _unsettled(cells: list[Cell]) -> str:
+    """What to run for each failed cell that is not settled."""
+    parts = [f"{c.label} lacks {'; '.join(c.missing_for_settled())}" for c in cells
+             if c.present and not c.learned and not c.settled]
+    return "; ".join(parts)
+
+
+def _fair(c: Cell) -> bool:
+    """The cell's figure can be cited: it learned, or its sweep, seeds and 4x rerun are complete."""
+    return c.learned or not c.missing_for_settled()
 
 
 def _fmt(x) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
 
 
-def _judge(name: str, finding: str, figures: list[str], checks: dict[str, bool]) -> Verdict:
-    """Reproduced when every named check holds; the figures list each check's outcome."""
-    figures = figures + ["; ".join(f"{k}: {'yes' if v else 'no'}" for k, v in checks.items())]
-    if all(checks.values()):
+def _judge(name: str, finding: str, figures: list[str], checks: dict[str, bool | None], todo: str = "") -> Verdict:
+    """Each clause is True (shown), False (contradicted by settled runs) or None (not decidable:
+    a run it rests on is unsettled). Reproduced when every clause holds; not reproduced when one
+    is contradicted; otherwise inconclusive, saying what to run."""
+    word = {True: "yes", False: "no", None: "undecided"}
+    figures = figures + ["; ".join(f"{k}: {word[v]}" for k, v in checks.items())]
+    if all(v is True for v in checks.values()):
         return Verdict(name, finding, REPRODUCED, figures)
-    return Verdict(name, finding, NOT_REPRODUCED, figures, "not shown: " + ", ".join(k for k, v in checks.items() if not v))
+    if any(v is False for v in checks.values()):
+        return Verdict(name, finding, NOT_REPRODUCED, figures,
+                       "contradicted: " + ", ".join(k for k, v in checks.items() if v is False))
+    return Verdict(name, finding, INCONCLUSIVE, figures,
+                   "undecided: " + ", ".join(k for k, v in checks.items() if v is None)
+                   + (f" (to settle: {todo})" if todo else ""))
 
 
 def _lrs(scale_lrs):
     return {"train.lr": scale_lrs}
 
 
-CPU_LRS = [0.001, 0.003]
-PAPER_LRS = [0.0001, 0.000464, 0.00215, 0.01]
+CPU_LRS = [0.001, 0.003, 0.01]
+PAPER_LRS = [0.0001, 0.000464, 0.00215, 0.01]  # Zoology: logspace(-4, -2, 4)
 CPU_BASE = {"task": "recall", "model": "softmax", "preset": "default"}
+# CPU budget: the default preset at 3 epochs of 40k examples (1,875 steps, early stop at 0.99 validation);
+# cells that do not learn are rerun at 4x (7,500 steps) by the escalation.
+CPU_SET = {"train.epochs": 3}
 PAPER_BASE = {"task": "recall", "model": "softmax", "preset": "zoology"}
+
+
+def mqar(runs, label, model, *, d_model, pairs, seq_len=None, **more) -> Cell:
+    """The MQAR cell of ``model`` (``linear`` is elu+1 unless ``feature_map`` is given)."""
+    where = {"task.name": "recall", "model.name": model, "model.d_model": d_model, "task.num_kv_pairs": pairs}
+    if seq_len is not None:
+        where["task.seq_len"] = seq_len
+    if model == "linear":
+        where["model.feature_map"] = more.pop("feature_map", "elu1")
+    where.update({k.replace("__", "."): v for k, v in more.items()})
+    return Cell(label, where, [r for r in runs if r["status"] == "done" and matches(r, where)])
 
 
 # ---- 1. softmax solves MQAR at small width --------------------------------------------------------
 
-def verdict_softmax(runs, probes) -> Verdict:
+NEAR_PERFECT = 0.95
+
+
+def cells_softmax(runs, p):
+    return [mqar(runs, f"softmax d{p['d_model']} (T={T}, D={D})", "softmax", d_model=p["d_model"], seq_len=T, pairs=D)
+            for T, D in p["settings"]]
+
+
+def verdict_softmax(runs, probes, p) -> Verdict:
     name, finding = "softmax-mqar", FINDINGS["softmax-mqar"]
-    figures, accs = [], []
-    for T, D in ((64, 4), (128, 8)):
-        r = best(runs, name="softmax", seq_len=T, pairs=D, d_model=64)
-        if r is None:
-            return _missing(name, finding, f"softmax at T={T}, D={D}")
-        accs.append(acc(r))
-        figures.append(f"softmax, d_model 64, T={T}, D={D}: accuracy {_fmt(acc(r))} (best lr {r['config']['train']['lr']})")
-    status = REPRODUCED if min(accs) >= TARGET else NOT_REPRODUCED
-    return Verdict(name, finding, status, figures, "" if status == REPRODUCED else
-                   f"best accuracy {_fmt(min(accs))} < {TARGET} after the learning-rate sweep")
+    cells = cells_softmax(runs, p)
+    if (v := _missing(name, finding, cells)):
+        return v
+    figures = [c.figure() for c in cells]
+    if not any(c.learned for c in cells):
+        return Verdict(name, finding, INCONCLUSIVE, figures, "positive control failed: softmax learned none of the "
+                                                             "settings, so the training set-up, not the model, is in question")
+    checks = {f"{c.label} >= {NEAR_PERFECT}": (True if c.learned_at(NEAR_PERFECT) and len(c.seeds) >= 2
+                                               else False if c.settled_below(NEAR_PERFECT) else None) for c in cells}
+    return _judge(name, finding, figures, checks, _unsettled(cells) or "a second seed")
 
 
 # ---- 2. elu+1 depends on width and D --------------------------------------------------------------
 
-def verdict_linear_width(runs, probes) -> Verdict:
+def cells_linear_width(runs, p):
+    lo, hi = p["pairs"]
+    lin = {(w, D): mqar(runs, f"elu+1 d{w} D={D}", "linear", d_model=w, pairs=D, seq_len=p["seq_len"])
+           for w, D in [(w, hi) for w in p["widths"]] + [(p["ref_width"], lo)]}
+    soft = {D: mqar(runs, f"softmax d{p['ref_width']} D={D}", "softmax", d_model=p["ref_width"], pairs=D,
+                    seq_len=p["seq_len"]) for D in (lo, hi)}
+    return lin, soft
+
+
+def verdict_linear_width(runs, probes, p) -> Verdict:
     name, finding = "linear-width", FINDINGS["linear-width"]
-    widths, pairs = (32, 64, 128), (4, 16)
-    grid = {(w, D): best(runs, model="linear/elu1", d_model=w, pairs=D) for w in widths for D in pairs}
-    soft = best(runs, name="softmax", d_model=64, pairs=16)
-    if any(v is None for v in grid.values()) or soft is None:
-        return _missing(name, finding, "the linear width x pairs grid and softmax at d_model 64")
-    figures = [f"elu+1, D={D}: " + ", ".join(f"d_model {w}: {_fmt(acc(grid[w, D]))}" for w in widths) for D in pairs]
-    figures.append(f"softmax, d_model 64, D=16: {_fmt(acc(soft))}")
-    short = acc(grid[64, 16]) < acc(soft) - 0.05
-    grows = all(acc(grid[widths[-1], D]) > acc(grid[widths[0], D]) + 0.02 for D in pairs)
-    drops = all(acc(grid[w, pairs[0]]) >= acc(grid[w, pairs[1]]) for w in widths)
-    return _judge(name, finding, figures, {"falls short of softmax at d_model 64": short,
-                                            "improves with width": grows, "drops as D grows": drops})
+    lin, soft = cells_linear_width(runs, p)
+    cells = [*lin.values(), *soft.values()]
+    if (v := _missing(name, finding, cells)):
+        return v
+    lo, hi = p["pairs"]
+    w0, w1, ref = p["widths"][0], p["widths"][-1], p["ref_width"]
+    figures = [c.figure() for c in cells]
+    if (v := _control(name, finding, soft[hi], figures)):
+        return v
+    same = lin[ref, hi]
+    # falls short of softmax at the same width: the shortfall must be settled
+    short = True if higher(soft[hi], same) and same.settled_below(soft[hi].acc - MARGIN) \
+        else False if not_higher(soft[hi], same) and _fair(same) else None
+    # improves with width (at the larger D): the small width's shortfall must be settled
+    small, large = lin[w0, hi], lin[w1, hi]
+    grows = True if higher(large, small) and small.settled_below(large.acc - MARGIN) \
+        else False if not_higher(large, small) and _fair(large) and _fair(small) else None
+    # drops as D grows (at the reference width): the small D must be learned, the large D's drop settled
+    few, many = lin[ref, lo], lin[ref, hi]
+    drops = True if few.learned and higher(few, many) and many.settled_below(few.acc - MARGIN) \
+        else False if few.learned and not_higher(few, many) else None
+    return _judge(name, finding, figures, {f"falls short of softmax at d_model {ref}": short,
+                                           f"improves from d_model {w0} to {w1}": grows,
+                                           f"drops from D={lo} to D={hi}": drops}, _unsettled(cells))
 
 
 # ---- 3. capacity knee -----------------------------------------------------------------------------
 
-def verdict_capacity(runs, probes) -> Verdict:
+def verdict_capacity(runs, probes, p) -> Verdict:
     from evalsuite.analysis import knee
 
     name, finding = "capacity-knee", FINDINGS["capacity-knee"]
-    if probes is None or probes.empty:
-        return _missing(name, finding, "the trained capacity probes")
-    trained = probes[(probes.trained == True) & (probes.setting == 1)]  # noqa: E712
-    knees = {m: knee(df) for m, df in trained.groupby("memory")}
     need = ["linear/elu1", "linear/dpfp(nu=1)", "linear/dpfp(nu=2)", "linear/dpfp(nu=3)", "softmax"]
-    if any(m not in knees for m in need):
-        return _missing(name, finding, "probes of " + ", ".join(m for m in need if m not in knees))
-    d_key = int(trained.d_key.iloc[0])
-    largest = int(trained.pairs.max())
-    figures = [f"d_key {d_key}, S up to {largest}: knee (largest S at >= 0.99) " +
-               ", ".join(f"{m} {knees[m]}" for m in need)]
-    elu_near = d_key / 2 <= knees["linear/elu1"] <= 2 * d_key
-    dpfp_out = knees["linear/dpfp(nu=1)"] <= knees["linear/dpfp(nu=2)"] <= knees["linear/dpfp(nu=3)"] \
-        and knees["linear/dpfp(nu=3)"] > knees["linear/dpfp(nu=1)"] and knees["linear/dpfp(nu=1)"] >= knees["linear/elu1"]
-    soft_none = knees["softmax"] == largest
+    d_key = p["d_key"]
+    if probes is None or probes.empty or "d_key" not in probes:
+        return Verdict(name, finding, INCONCLUSIVE, [], f"no trained capacity probes: run `evalsuite reproduce {name}`")
+    trained = probes[(probes.trained == True) & (probes.setting == 1) & (probes.d_key == d_key)]  # noqa: E712
+    if "variant" in trained:
+        trained = trained[trained.variant == p.get("variant", "schlag")]
+    present = {m: df.sort_values("pairs") for m, df in trained.groupby("memory")}
+    gone = [m for m in need if m not in present]
+    if gone:
+        return Verdict(name, finding, INCONCLUSIVE, [], f"no probes of {', '.join(gone)} at d_key {d_key}: "
+                                                         f"run `evalsuite reproduce {name}`")
+    knees = {m: knee(present[m]) for m in need}
+    largest = int(min(present[m].pairs.max() for m in need))
+    figures = [f"d_key {d_key}, S up to {largest}, knee = largest S retrieved at >= 0.99 on held-out sequences: "
+               + ", ".join(f"{m} {knees[m]}" for m in need)]
+    # positive control: every memory retrieves the smallest S, or the probe did not train
+    untrained = [m for m in need if present[m].accuracy.iloc[0] < 0.99]
+    if untrained:
+        return Verdict(name, finding, INCONCLUSIVE, figures,
+                       f"positive control failed: {', '.join(untrained)} did not retrieve even {int(present[untrained[0]].pairs.iloc[0])} pairs")
+    elu, d1, d2, d3 = (knees[m] for m in need[:4])
     return _judge(name, finding, figures, {
-        f"elu+1 knee within [d_key/2, 2 d_key] = [{d_key // 2}, {2 * d_key}]": elu_near,
-        "DPFP knees move out with nu": dpfp_out, "softmax shows no knee in the range": soft_none})
+        f"elu+1 knee within [d_key/2, 2 d_key] = [{d_key // 2}, {2 * d_key}]": d_key / 2 <= elu <= 2 * d_key,
+        "DPFP knees move out with nu": d1 >= elu and d1 <= d2 <= d3 and d3 > d1,
+        "softmax shows no knee in the range": knees["softmax"] >= largest})
 
 
 # ---- 4. delta beats linear at equal state ---------------------------------------------------------
 
-LEARNED = 0.2  # below this test accuracy on MQAR a model has not learned the task at all
+def cells_delta(runs, p):
+    D, T = p["pairs"], p["seq_len"]
+    pairs = {w: (mqar(runs, f"delta d{w} D={D}", "delta", d_model=w, pairs=D, seq_len=T),
+                 mqar(runs, f"elu+1 d{w} D={D}", "linear", d_model=w, pairs=D, seq_len=T)) for w in p["widths"]}
+    control = mqar(runs, f"softmax d{p['control_width']} D={D}", "softmax", d_model=p["control_width"], pairs=D, seq_len=T)
+    return pairs, control
 
 
-def verdict_delta(runs, probes) -> Verdict:
+def verdict_delta(runs, probes, p) -> Verdict:
     name, finding = "delta-vs-linear", FINDINGS["delta-vs-linear"]
-    figures, wins, judged = [], [], 0
-    for w in (32, 64):
-        d, lin = best(runs, name="delta", d_model=w), best(runs, model="linear/elu1", d_model=w)
-        if d is None or lin is None:
-            return _missing(name, finding, f"delta and elu+1 at d_model {w}")
-        sd, sl = d["metrics"]["state_size"], lin["metrics"]["state_size"]
-        line = (f"d_model {w}, D={d['config']['task']['num_kv_pairs']}: delta {_fmt(acc(d))} (state {sd:,}) "
-                f"vs elu+1 {_fmt(acc(lin))} (state {sl:,})")
-        if max(acc(d), acc(lin)) < LEARNED:
-            figures.append(line + f": neither learned the task (< {LEARNED}), so this width does not count")
-            continue
-        judged += 1
-        figures.append(line)
-        wins.append(acc(d) > acc(lin) + 0.05 and sd <= sl)
-    if not judged:
-        return Verdict(name, finding, INCONCLUSIVE, figures, "neither model learned at any width within the budget")
-    status = REPRODUCED if all(wins) else NOT_REPRODUCED
-    return Verdict(name, finding, status, figures, "" if status == REPRODUCED else
-                   "the delta rule did not beat elu+1 by more than 0.05 at equal or smaller state where a model learned")
+    pairs, control = cells_delta(runs, p)
+    cells = [c for pair in pairs.values() for c in pair] + [control]
+    if (v := _missing(name, finding, cells)):
+        return v
+    figures = [c.figure() for c in cells]
+    figures += [f"d_model {w}: state delta {d.state:,.0f} vs elu+1 {lin.state:,.0f} floats" for w, (d, lin) in pairs.items()]
+    if (v := _control(name, finding, control, figures)):
+        return v
+    gaps, beats = {}, {}
+    for w, (d, lin) in pairs.items():
+        gaps[w] = d.acc - lin.acc
+        equal_state = d.state <= lin.state * 1.05
+        beats[w] = (True if equal_state and higher(d, lin) and lin.settled_below(d.acc - MARGIN)
+                    else False if not_higher(d, lin) and _fair(lin) and _fair(d) else None)
+    ws = sorted(pairs)
+    beat = True if any(beats[w] is True for w in ws) else False if all(beats[w] is False for w in ws) else None
+    small, large = ws[0], ws[-1]
+    most_small = None
+    if beats[small] is True or beats[large] is True:
+        most_small = gaps[small] >= gaps[large] - MARGIN if all(beats[w] is not None for w in ws) else None
+    figures.append("gap (delta - elu+1): " + ", ".join(f"d_model {w}: {gaps[w]:+.3f}" for w in ws))
+    return _judge(name, finding, figures, {"delta above elu+1 at equal or smaller state": beat,
+                                           f"gap at d_model {small} at least the gap at {large} (margin {MARGIN})": most_small},
+                  _unsettled(cells))
 
 
 # ---- 5. hybrids recover recall --------------------------------------------------------------------
 
-def verdict_hybrid(runs, probes) -> Verdict:
+def cells_hybrid(runs, p):
+    kw = dict(d_model=p["d_model"], pairs=p["pairs"], seq_len=p["seq_len"], model__n_layers=p["n_layers"])
+    soft = mqar(runs, "softmax", "softmax", **kw)
+    lin = mqar(runs, "elu+1", "linear", **kw)
+    hybrids = [mqar(runs, f"hybrid {pat}", "hybrid", model__pattern=pat, **kw) for pat in p["patterns"]]
+    return soft, lin, hybrids
+
+
+RECOVERED = 0.8
+
+
+def verdict_hybrid(runs, probes, p) -> Verdict:
     name, finding = "hybrid-recovery", FINDINGS["hybrid-recovery"]
-    soft, lin = best(runs, name="softmax"), best(runs, model="linear/elu1")
-    hybrids = [r for r in runs if r["status"] == "done" and r["config"]["model"]["name"] == "hybrid"]
-    if soft is None or lin is None or not hybrids:
-        return _missing(name, finding, "softmax, elu+1 and the hybrids")
-    by_label: dict[str, dict] = {}
-    for r in hybrids:
-        if label(r) not in by_label or acc(r) > acc(by_label[label(r)]):
-            by_label[label(r)] = r
-    figures = [f"softmax {_fmt(acc(soft))}, elu+1 {_fmt(acc(lin))}"]
-    figures += [f"{k}: {_fmt(acc(v))}" for k, v in sorted(by_label.items())]
-    top = max(by_label.values(), key=acc)
-    recovered = (acc(top) - acc(lin)) / max(acc(soft) - acc(lin), 1e-9)
-    figures.append(f"best hybrid {label(top)} recovers {recovered:.0%} of the gap from elu+1 to softmax")
-    if acc(lin) >= 0.9:
-        return Verdict(name, finding, INCONCLUSIVE, figures, "the pure linear model does not fail here, so there is nothing to recover")
-    status = REPRODUCED if recovered >= 0.8 else NOT_REPRODUCED
-    return Verdict(name, finding, status, figures, "" if status == REPRODUCED else "no hybrid recovered 80% of the gap")
+    soft, lin, hybrids = cells_hybrid(runs, p)
+    cells = [soft, lin, *hybrids]
+    if (v := _missing(name, finding, cells)):
+        return v
+    figures = [c.figure() for c in cells]
+    if (v := _control(name, finding, soft, figures)):
+        return v
+    if lin.learned:
+        return Verdict(name, finding, INCONCLUSIVE, figures, "the pure elu+1 model learned this setting, so there is "
+                                                             "nothing to recover: choose a harder setting")
+    gap = soft.acc - lin.acc
+    rec = {h.label: (h.acc - lin.acc) / gap if gap > 0 else math.nan for h in hybrids}
+    figures.append("share of the elu+1-to-softmax gap recovered: " + ", ".join(f"{k} {v:.0%}" for k, v in rec.items()))
+    top = max(hybrids, key=lambda h: h.acc)
+    fails = True if lin.settled else None
+    recovers = (True if rec[top.label] >= RECOVERED and top.learned
+                else False if all(h.settled_below(lin.acc + RECOVERED * gap) or (h.learned and rec[h.label] < RECOVERED)
+                                  for h in hybrids) else None)
+    return _judge(name, finding, figures, {"pure elu+1 fails (settled)": fails,
+                                           f"a hybrid recovers >= {RECOVERED:.0%} of the gap": recovers}, _unsettled(cells))
 
 
 # ---- 6. ListOps ordering --------------------------------------------------------------------------
 
-def verdict_listops(runs, probes) -> Verdict:
+def verdict_listops(runs, probes, p) -> Verdict:
     name, finding = "listops-order", FINDINGS["listops-order"]
-    soft, lin = best(runs, name="softmax", task="listops"), best(runs, model="linear/elu1", task="listops")
-    if soft is None or lin is None:
-        return _missing(name, finding, "softmax and elu+1 on ListOps")
-    majority = soft["metrics"].get("majority_rate", math.nan)
-    figures = [f"softmax {_fmt(acc(soft))}, elu+1 {_fmt(acc(lin))}, majority-class rate {_fmt(majority)} "
-               f"(LRA: 36.37 vs 16.13)"]
-    order = acc(soft) > acc(lin)
-    far = max(acc(soft), acc(lin)) < 0.9
-    status = REPRODUCED if order and far else NOT_REPRODUCED
-    why = "" if status == REPRODUCED else ("elu+1 is not below softmax" if not order else "one model is near 100%")
-    return Verdict(name, finding, status, figures, why)
+    soft = Cell.of(runs, "softmax", task__name="listops", model__name="softmax")
+    lin = Cell.of(runs, "elu+1", task__name="listops", model__name="linear", model__feature_map="elu1")
+    if (v := _missing(name, finding, [soft, lin])):
+        return v
+    figures = [c.figure() for c in (soft, lin)] + ["LRA Table 1: 36.37 vs 16.13 at length 2,000 (untuned); the floor is "
+                                                   "the majority-class rate"]
+    if soft.acc <= soft.floor + MARGIN:
+        return Verdict(name, finding, INCONCLUSIVE, figures, f"positive control failed: softmax ({_fmt(soft.acc)}) is "
+                                                             f"not above the majority-class rate ({_fmt(soft.floor)}) by {MARGIN}")
+    order = (True if higher(soft, lin) and lin.settled_below(soft.acc - MARGIN)
+             else False if not_higher(soft, lin) and _fair(soft) and _fair(lin) else None)
+    far = max(soft.acc, lin.acc) < 0.9
+    return _judge(name, finding, figures, {"softmax above elu+1": order, "both far below 100% (< 0.9)": far},
+                  _unsettled([soft, lin]))
 
 
 # ---- 7. Copy --------------------------------------------------------------------------------------
 
-def verdict_copy(runs, probes) -> Verdict:
+LOW_LOSS = 0.1
+
+
+def verdict_copy(runs, probes, p) -> Verdict:
     name, finding = "copy", FINDINGS["copy"]
-    soft, lin = best(runs, name="softmax", task="copy"), best(runs, model="linear/elu1", task="copy")
-    if soft is None or lin is None:
-        return _missing(name, finding, "softmax and elu+1 on copy")
-    figures = [f"{k}: test accuracy {_fmt(acc(r))}, loss {_fmt(r['metrics']['loss'])}, best validation at step "
-               f"{r['metrics']['best_step']} of {r['metrics']['steps']}" for k, r in (("softmax", soft), ("elu+1", lin))]
-    low = soft["metrics"]["loss"] < 0.1 and lin["metrics"]["loss"] < 0.1
-    status = REPRODUCED if low else NOT_REPRODUCED
-    return Verdict(name, finding, status, figures, "" if low else "a model's test loss stayed above 0.1")
+    soft = Cell.of(runs, "softmax", task__name="copy", model__name="softmax")
+    lin = Cell.of(runs, "elu+1", task__name="copy", model__name="linear", model__feature_map="elu1")
+    if (v := _missing(name, finding, [soft, lin])):
+        return v
+    figures = [f"{c.figure()}; test loss {_fmt(c.loss)}, best validation at step "
+               f"{_fmt_steps(c)}" for c in (soft, lin)]
+    if soft.loss >= LOW_LOSS:
+        return Verdict(name, finding, INCONCLUSIVE, figures, f"positive control failed: softmax's test loss "
+                                                             f"{_fmt(soft.loss)} is not below {LOW_LOSS}")
+    low = (True if lin.loss < LOW_LOSS and len(lin.seeds) >= 2 and len(soft.seeds) >= 2
+           else False if lin.loss >= LOW_LOSS and _fair(lin) else None)
+    return _judge(name, finding, figures, {f"both test losses below {LOW_LOSS}": low}, _unsettled([lin]) or "a second seed")
+
+
+def _fmt_steps(c: Cell) -> str:
+    return ", ".join(f"{r['metrics']['best_step']} of {r['metrics']['steps']}" for r in c.best_runs)
 
 
 # ---- 8. Sharpness ---------------------------------------------------------------------------------
@@ -250,26 +357,36 @@ def _retrieval(run):
     return None, []
 
 
-def verdict_sharpness(runs, probes) -> Verdict:
+def verdict_sharpness(runs, probes, p) -> Verdict:
     name, finding = "sharpness", FINDINGS["sharpness"]
-    soft, lin = best(runs, name="softmax", d_model=64), best(runs, model="linear/elu1", d_model=64)
-    if soft is None or lin is None:
-        return _missing(name, finding, "softmax and elu+1 at d_model 64 with their analysis")
-    (s_row, _), (l_row, l_ctx) = _retrieval(soft), _retrieval(lin)
-    if s_row is None or l_row is None:
-        return Verdict(name, finding, INCONCLUSIVE, [], "the runs carry no sharpness analysis")
-    figures = [f"retrieval layer (most weight on the answer): softmax entropy {_fmt(s_row['entropy'])} nats, answer mass "
-               f"{_fmt(s_row['answer_mass'])}; elu+1 entropy {_fmt(l_row['entropy'])}, answer mass {_fmt(l_row['answer_mass'])}"]
-    sharper = s_row["entropy"] < 0.5 * l_row["entropy"]
-    grows = None
-    if len(l_ctx) >= 2:
-        ctx = sorted(l_ctx, key=lambda c: c["context"])
-        grows = ctx[-1]["entropy"] > ctx[0]["entropy"]
-        figures.append(f"elu+1 entropy from context {ctx[0]['context']:.0f} to {ctx[-1]['context']:.0f}: "
-                       f"{_fmt(ctx[0]['entropy'])} -> {_fmt(ctx[-1]['entropy'])}")
-    status = REPRODUCED if sharper and grows else NOT_REPRODUCED
-    return Verdict(name, finding, status, figures, "" if status == REPRODUCED else
-                   ("softmax's entropy is not below half of elu+1's" if not sharper else "elu+1's entropy does not grow with context"))
+    kw = dict(d_model=p["d_model"], pairs=p["pairs"], seq_len=p["seq_len"])
+    soft, lin = mqar(runs, "softmax", "softmax", **kw), mqar(runs, "elu+1", "linear", **kw)
+    if (v := _missing(name, finding, [soft, lin])):
+        return v
+    figures = [c.figure() for c in (soft, lin)]
+    not_learned = [c.label for c in (soft, lin) if not c.learned]
+    if not_learned:
+        return Verdict(name, finding, INCONCLUSIVE, figures, f"{' and '.join(not_learned)} did not learn this setting; "
+                                                             "sharpness is compared between models that both solved it")
+    rows = {c.label: [_retrieval(r) for r in c.best_runs] for c in (soft, lin)}
+    if any(row is None for c in rows.values() for row, _ in c):
+        return Verdict(name, finding, INCONCLUSIVE, figures, "the runs carry no sharpness analysis")
+    ent = {k: [row["entropy"] for row, _ in v] for k, v in rows.items()}
+    mass = {k: [row["answer_mass"] for row, _ in v] for k, v in rows.items()}
+    figures.append("retrieval layer (most weight on the answer), mean over seeds: " + "; ".join(
+        f"{k} entropy {_fmt(sum(ent[k]) / len(ent[k]))} nats (seeds {', '.join(_fmt(e) for e in ent[k])}), answer mass "
+        f"{_fmt(sum(mass[k]) / len(mass[k]))}" for k in ent))
+    sharper = max(ent["softmax"]) < 0.5 * min(ent["elu+1"])
+    growth = []
+    for _, ctx in rows["elu+1"]:
+        ctx = sorted(ctx, key=lambda c: c["context"])
+        if len(ctx) >= 2:
+            growth.append(ctx[-1]["entropy"] - ctx[0]["entropy"])
+            figures.append(f"elu+1 entropy from context {ctx[0]['context']:.0f} to {ctx[-1]['context']:.0f}: "
+                           f"{_fmt(ctx[0]['entropy'])} -> {_fmt(ctx[-1]['entropy'])}")
+    grows = (min(growth) > MARGIN) if growth else None
+    return _judge(name, finding, figures, {"softmax's entropy below half of elu+1's (every seed)": sharper,
+                                           f"elu+1's entropy grows with context by > {MARGIN} nats (every seed)": grows})
 
 
 FINDINGS = {
@@ -285,25 +402,49 @@ FINDINGS = {
 
 PAPER_ZOOLOGY_PAIRS = [[64, 4], [128, 8], [256, 16], [512, 64]]
 
+# Verdict parameters per scale: the widths and settings each verdict reads (paper: the papers' own).
+PARAMS = {
+    "softmax-mqar": {"cpu": {"d_model": 64, "settings": [(64, 4), (128, 8)]},
+                     "paper": {"d_model": 64, "settings": [(64, 4), (128, 8)]}},
+    "linear-width": {"cpu": {"widths": [32, 64, 128], "ref_width": 64, "pairs": (4, 16), "seq_len": 64},
+                     "paper": {"widths": [64, 128, 256, 512], "ref_width": 64, "pairs": (4, 16), "seq_len": 256}},
+    "capacity-knee": {"cpu": {"d_key": 16}, "paper": {"d_key": 64}},
+    "delta-vs-linear": {"cpu": {"widths": [32, 64], "pairs": 16, "seq_len": 64, "control_width": 64},
+                        "paper": {"widths": [64, 128, 256], "pairs": 64, "seq_len": 512, "control_width": 64}},
+    "hybrid-recovery": {"cpu": {"d_model": 64, "pairs": 16, "seq_len": 64, "n_layers": 2, "patterns": ["SL", "LS"]},
+                        "paper": {"d_model": 64, "pairs": 16, "seq_len": 256, "n_layers": 4, "patterns": ["LS", "SL", "LLLS"]}},
+    "listops-order": {"cpu": {}, "paper": {}},
+    "copy": {"cpu": {}, "paper": {}},
+    "sharpness": {"cpu": {"d_model": 64, "pairs": 4, "seq_len": 64},
+                  "paper": {"d_model": 64, "pairs": 16, "seq_len": 256}},
+}
+
+
+def _mqar_points(model: str, rows: list[tuple[int, int, int]], lrs, **extra) -> list[dict]:
+    """Explicit sweep points: (d_model, seq_len, pairs) x rates for one model."""
+    return [{"model": model, "model.d_model": w, "task.seq_len": T, "task.num_kv_pairs": D, "train.lr": lr, **extra}
+            for w, T, D in rows for lr in lrs]
+
+
 EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
     Experiment("softmax-mqar", FINDINGS["softmax-mqar"], "Zoology (Arora et al. 2023), Figure 2", {
-        "cpu": {"base": CPU_BASE, "grid": {"task.seq_len,task.num_kv_pairs": [[64, 4], [128, 8]], **_lrs(CPU_LRS)},
-                "set": {"model.d_model": 64}},
+        "cpu": {"base": CPU_BASE, "set": CPU_SET, "points": _mqar_points("softmax", [(64, 64, 4), (64, 128, 8)], CPU_LRS)},
         "paper": {"base": PAPER_BASE, "grid": {"task.seq_len,task.num_kv_pairs": [[64, 4], [128, 8]], **_lrs(PAPER_LRS)},
                   "set": {"model.d_model": 64}},
-    }, verdict_softmax, {"cpu": 3, "paper": 60}),
+    }, verdict_softmax, {"cpu": 4, "paper": 60}, cells=lambda runs, p: cells_softmax(runs, p)),
     Experiment("linear-width", FINDINGS["linear-width"], "Zoology Figure 2; Based recall/state trade-off", {
-        "cpu": {"base": {**CPU_BASE, "model": "linear"},
-                "grid": {"model.d_model": [32, 64, 128], "task.num_kv_pairs": [4, 16], **_lrs(CPU_LRS)},
-                "points": [{"model": "softmax", "model.d_model": 64, "task.num_kv_pairs": 16, "train.lr": lr} for lr in CPU_LRS]},
+        "cpu": {"base": {**CPU_BASE, "model": "linear"}, "set": CPU_SET,
+                "points": _mqar_points("linear", [(32, 64, 16), (64, 64, 16), (128, 64, 16), (64, 64, 4)], CPU_LRS)
+                + _mqar_points("softmax", [(64, 64, 16), (64, 64, 4)], CPU_LRS)},
         "paper": {"base": {**PAPER_BASE, "model": "linear"},
-                  "grid": {"model.d_model": [64, 128, 256, 512], "task.seq_len,task.num_kv_pairs": PAPER_ZOOLOGY_PAIRS,
+                  "grid": {"model.d_model": [64, 128, 256, 512], "task.seq_len,task.num_kv_pairs": [[256, 4], [256, 16]],
                            **_lrs(PAPER_LRS)},
-                  "points": [{"model": "softmax", "model.d_model": 64, "task.num_kv_pairs": 16, "task.seq_len": 256,
-                              "train.lr": lr} for lr in PAPER_LRS]},
-    }, verdict_linear_width, {"cpu": 12, "paper": 240}),
+                  "points": [{"model": "softmax", "model.d_model": 64, "task.num_kv_pairs": D, "task.seq_len": 256,
+                              "train.lr": lr} for lr in PAPER_LRS for D in (4, 16)]},
+    }, verdict_linear_width, {"cpu": 30, "paper": 240},
+        cells=lambda runs, p: [*cells_linear_width(runs, p)[0].values(), *cells_linear_width(runs, p)[1].values()]),
     Experiment("capacity-knee", FINDINGS["capacity-knee"], "Schlag et al. 2021, section 6.1, setting 1", {}, verdict_capacity,
-               {"cpu": 4, "paper": 30},
+               {"cpu": 6, "paper": 30},
                probes={"cpu": [dict(memory="linear", feature_map="elu1"), *[dict(memory="linear", feature_map="dpfp",
                                                                                  feature_map_options={"nu": n}) for n in (1, 2, 3)],
                                dict(memory="softmax")],
@@ -312,38 +453,49 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                                         pairs=[20, 40, 60, 80, 100, 150, 200, 300, 400, 500, 600]) for n in (1, 2, 3)],
                                  dict(memory="softmax", d_key=64, pairs=[20, 40, 60, 80, 100, 150, 200, 300, 400, 500, 600])]}),
     Experiment("delta-vs-linear", FINDINGS["delta-vs-linear"], "DeltaNet (Yang et al. 2024), MQAR; MAD in-context recall", {
-        "cpu": {"base": {**CPU_BASE, "model": "delta"},  # small widths learn faster at a larger rate
-                "grid": {"model": ["delta", "linear"], "model.d_model": [32, 64], **_lrs(CPU_LRS + [0.01])},
-                "set": {"task.num_kv_pairs": 16}},
+        "cpu": {"base": {**CPU_BASE, "model": "delta"}, "set": CPU_SET,
+                "points": _mqar_points("delta", [(32, 64, 16), (64, 64, 16)], CPU_LRS)
+                + _mqar_points("linear", [(32, 64, 16), (64, 64, 16)], CPU_LRS)
+                + _mqar_points("softmax", [(64, 64, 16)], CPU_LRS)},
         "paper": {"base": {**PAPER_BASE, "model": "delta"},
                   "grid": {"model": ["delta", "linear"], "model.d_model": [64, 128, 256], **_lrs(PAPER_LRS)},
-                  "set": {"task.seq_len": 512, "task.num_kv_pairs": 64}},
-    }, verdict_delta, {"cpu": 6, "paper": 120}),
+                  "set": {"task.seq_len": 512, "task.num_kv_pairs": 64},
+                  "points": [{"model": "softmax", "model.d_model": 64, "train.lr": lr} for lr in PAPER_LRS]},
+    }, verdict_delta, {"cpu": 15, "paper": 120}, cells=lambda runs, p: [*(c for pr in cells_delta(runs, p)[0].values() for c in pr),
+                                                                       cells_delta(runs, p)[1]]),
     Experiment("hybrid-recovery", FINDINGS["hybrid-recovery"], "Zoology; DeltaNet hybrids; 3:1 production hybrids", {
-        "cpu": {"base": {**CPU_BASE, "model": "hybrid"},
-                "grid": {"model.pattern": ["LS", "SL"], **_lrs(CPU_LRS)},
-                "points": [{"model": m, "train.lr": lr} for m in ("softmax", "linear") for lr in CPU_LRS]},
+        "cpu": {"base": {**CPU_BASE, "model": "hybrid"}, "set": CPU_SET,
+                "points": _mqar_points("hybrid", [(64, 64, 16)], CPU_LRS, **{"model.pattern": "SL"})
+                + _mqar_points("hybrid", [(64, 64, 16)], CPU_LRS, **{"model.pattern": "LS"})
+                + _mqar_points("linear", [(64, 64, 16)], CPU_LRS) + _mqar_points("softmax", [(64, 64, 16)], CPU_LRS)},
         "paper": {"base": {**PAPER_BASE, "model": "hybrid"},
                   "grid": {"model.pattern": ["LS", "SL", "LLLS"], **_lrs(PAPER_LRS)},
                   "set": {"model.n_layers": 4, "task.seq_len": 256, "task.num_kv_pairs": 16},
                   "points": [{"model": m, "train.lr": lr, "model.n_layers": 4} for m in ("softmax", "linear") for lr in PAPER_LRS]},
-    }, verdict_hybrid, {"cpu": 6, "paper": 90}),
+    }, verdict_hybrid, {"cpu": 12, "paper": 90}, cells=lambda runs, p: [c for part in cells_hybrid(runs, p)
+                                                                       for c in (part if isinstance(part, list) else [part])]),
     Experiment("listops-order", FINDINGS["listops-order"], "LRA (Tay et al. 2021), Table 1", {
         "cpu": {"base": {"task": "listops", "model": "softmax"}, "grid": {"model": ["softmax", "linear"], **_lrs(CPU_LRS)},
-                "set": {"train.num_train": 50000, "train.epochs": 3}},
+                "set": {"train.num_train": 20000, "train.epochs": 3}},
         "paper": {"base": {"task": "listops", "model": "softmax", "preset": "lra"},
                   "grid": {"model": ["softmax", "linear"], **_lrs(PAPER_LRS)}},
-    }, verdict_listops, {"cpu": 8, "paper": 240}),
+    }, verdict_listops, {"cpu": 12, "paper": 240}, cells=lambda runs, p: [
+        Cell.of(runs, "softmax", task__name="listops", model__name="softmax"),
+        Cell.of(runs, "elu+1", task__name="listops", model__name="linear", model__feature_map="elu1")]),
     Experiment("copy", FINDINGS["copy"], "Katharopoulos et al. 2020, Figure 2", {
         "cpu": {"base": {"task": "copy", "model": "softmax"}, "grid": {"model": ["softmax", "linear"], **_lrs(CPU_LRS)}},
         "paper": {"base": {"task": "copy", "model": "softmax", "preset": "paper"},
                   "grid": {"model": ["softmax", "linear"], **_lrs(PAPER_LRS)}},
-    }, verdict_copy, {"cpu": 3, "paper": 60}),
+    }, verdict_copy, {"cpu": 5, "paper": 60}, cells=lambda runs, p: [
+        Cell.of(runs, "softmax", task__name="copy", model__name="softmax"),
+        Cell.of(runs, "elu+1", task__name="copy", model__name="linear", model__feature_map="elu1")]),
     Experiment("sharpness", FINDINGS["sharpness"], "the seed documents' geometric reading", {
-        "cpu": {"base": CPU_BASE, "grid": {"model": ["softmax", "linear"], **_lrs(CPU_LRS)}, "set": {"model.d_model": 64}},
+        "cpu": {"base": CPU_BASE, "set": CPU_SET, "points": _mqar_points("softmax", [(64, 64, 4)], CPU_LRS) + _mqar_points("linear", [(64, 64, 4)], CPU_LRS)},
         "paper": {"base": PAPER_BASE, "grid": {"model": ["softmax", "linear"], **_lrs(PAPER_LRS)},
                   "set": {"model.d_model": 64, "task.seq_len": 256, "task.num_kv_pairs": 16}},
-    }, verdict_sharpness, {"cpu": 3, "paper": 30}),
+    }, verdict_sharpness, {"cpu": 3, "paper": 30}, cells=lambda runs, p: [
+        mqar(runs, "softmax", "softmax", d_model=p["d_model"], pairs=p["pairs"], seq_len=p["seq_len"]),
+        mqar(runs, "elu+1", "linear", d_model=p["d_model"], pairs=p["pairs"], seq_len=p["seq_len"])]),
 ]}
 
 
@@ -368,19 +520,52 @@ def run_probes(experiment: Experiment, scale: str, store, echo=print) -> None:
         store.add_probes(capacity_probe(trained=True, echo=echo, **call))
 
 
-def verdicts(names: list[str], store, scale: str = "cpu") -> list[Verdict]:
-    """Judge each experiment from what the store holds for its points."""
+def escalation_name(name: str, scale: str) -> str:
+    return f"reproduce-{name}-{scale}-escalation"
+
+
+def experiment_runs(exp: Experiment, scale: str, store) -> list[dict]:
+    """The experiment's stored runs: its sweep's points plus what escalation added."""
     from evalsuite.sweep import expand
 
-    out = []
+    if not store.path.exists():
+        return []
+    spec = exp.spec(scale)
+    ids = {p.run_id for p in expand(spec)} if spec is not None else set()
+    for sweep in store.sweeps():
+        if sweep["name"] == escalation_name(exp.name, scale):
+            ids |= set(store.sweep_runs(sweep["sweep_id"])[1])
+    return store.runs(sorted(ids)) if ids else []
+
+
+MAX_ROUNDS = 5
+
+
+def escalate(exp: Experiment, scale: str, store, run_configs: Callable[[str, list[dict]], None], echo=print) -> None:
+    """Make every cell the verdict rests on citable: extend the rate grid past an edge where a
+    cell did not learn, add a second seed at the best rate, rerun at 4x the budget where it still
+    did not learn (``Cell.next_configs``). Rounds until nothing is missing; resumable."""
+    if exp.cells is None:
+        return
+    for round_ in range(1, MAX_ROUNDS + 1):
+        runs = experiment_runs(exp, scale, store)
+        todo, why = [], []
+        for cell in exp.cells(runs, exp.params(scale)):
+            configs = cell.next_configs()
+            if configs:
+                todo += configs
+                why.append(f"{cell.label} ({cell.status_word()})")
+        if not todo:
+            return
+        echo(f"  escalation round {round_}: {len(todo)} runs for {', '.join(why)}")
+        run_configs(escalation_name(exp.name, scale), todo)
+    echo(f"  escalation stopped after {MAX_ROUNDS} rounds; the verdict says what is still missing")
+
+
+def verdicts(names: list[str], store, scale: str = "cpu") -> list[Verdict]:
+    """Judge each experiment from what the store holds for its points and escalations."""
     probes = store.probes()
-    for name in names:
-        exp = EXPERIMENTS[name]
-        spec = exp.spec(scale)
-        ids = [p.run_id for p in expand(spec)] if spec is not None else []
-        runs = store.runs(ids) if ids and store.path.exists() else []
-        out.append(exp.verdict(runs, probes))
-    return out
+    return [EXPERIMENTS[name].judge(experiment_runs(EXPERIMENTS[name], scale, store), probes, scale) for name in names]
 
 
 def check_names(names) -> list[str]:

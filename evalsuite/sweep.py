@@ -103,7 +103,9 @@ def expand(spec: SweepSpec) -> list[Point]:
     """Every point of the spec (grid product, then explicit points, times seeds), validated.
     Raises ``SweepError`` listing every invalid point with its axis values; duplicates collapse."""
     axes = list(spec.grid)
-    combos = [dict(zip(axes, values)) for values in itertools.product(*(spec.grid[a] for a in axes))] or [{}]
+    combos = [dict(zip(axes, values)) for values in itertools.product(*(spec.grid[a] for a in axes))]
+    if not axes and spec.points:
+        combos = []  # explicit points and no grid: only the points run, not the base alone
     raw = [_split_joint(c) for c in combos]
     raw += [_split_joint(dict(p)) for p in spec.points]
     points, errors, seen = [], [], set()
@@ -189,14 +191,27 @@ def record(store: Store, result: dict) -> None:
 def run_sweep(spec_path: str | os.PathLike | SweepSpec, *, store: Store, executor: str = "local", workers: int | None = None,
               device: str = "auto", retry_failed: bool = False, address: str | None = None, echo=print) -> dict:
     """Validate every point, skip those done, run the rest, record each result as it arrives."""
-    from evalsuite.executors import get_executor
-
     spec = spec_path if isinstance(spec_path, SweepSpec) else load_spec(spec_path)
     name = spec.name or Path(spec_path).stem
-    points = expand(spec)
+    return run_points(expand(spec), name=name, spec=spec.model_dump(), store=store, executor=executor, workers=workers,
+                      device=device, retry_failed=retry_failed, address=address, echo=echo)
+
+
+def run_configs(configs: list[dict], *, name: str, store: Store, **options) -> dict:
+    """Run validated canonical configurations (``reproduce``'s escalations) as one sweep."""
+    points = list({p.run_id: p for p in (Point({"seed": c["seed"], "lr": c["train"]["lr"], "epochs": c["train"]["epochs"]}, c)
+                                         for c in configs)}.values())
+    return run_points(points, name=name, spec={"name": name, "configs": [p.config for p in points]}, store=store, **options)
+
+
+def run_points(points: list[Point], *, name: str, spec: dict, store: Store, executor: str = "local",
+               workers: int | None = None, device: str = "auto", retry_failed: bool = False, address: str | None = None,
+               echo=print) -> dict:
+    from evalsuite.executors import get_executor
+
     runner = get_executor(executor, workers=workers, device=device, address=address)  # refuse bad options first
     sid = sweep_id(points)
-    store.add_sweep(sid, name, spec.model_dump(), [p.run_id for p in points])
+    store.add_sweep(sid, name, spec, [p.run_id for p in points])
     recovered = ingest_incoming(store)
     state = status(points, store)
     todo = state["left"] + state["running"] + (state["failed"] if retry_failed else [])

@@ -21,6 +21,7 @@ from evalsuite import analysis
 from evalsuite import config as cfg
 from evalsuite.models.feature_maps import FeatureMap
 from evalsuite.tasks import IGNORE, Batch
+from evalsuite.tasks.base import majority_rate
 
 SPLITS = {"train": 0, "val": 1, "test": 2}
 
@@ -125,18 +126,66 @@ def evaluate(model, data: Batch, device: torch.device, precision: str = "auto", 
     return out
 
 
-def majority_rate(data: Batch) -> float:
-    """Accuracy of always answering the most common target: the honest chance level."""
-    targets = data.targets[data.score_mask]
-    return float(torch.bincount(targets).max()) / max(targets.numel(), 1) if targets.numel() else 0.0
+# A run that misses its target is "undertrained" when the best validation accuracy of the last
+# quarter of its budget beats everything before by at least this much: it was still learning.
+UNDERTRAINED_WINDOW = 0.25
+UNDERTRAINED_GAIN = 0.01
 
 
-def _lr_lambda(total_steps: int, warmup_frac: float) -> Callable[[int], float]:
+def convergence(history: list[dict], budget_steps: int, target: float) -> dict:
+    """``{"stopped": "target" | "budget" | "patience", "undertrained": bool, "last_quarter_gain": float}``
+    from a run's validation history (``step``, ``val_accuracy``), by the rule above."""
+    if not history:
+        return {"stopped": "budget", "undertrained": True, "last_quarter_gain": math.nan}
+    last = history[-1]
+    if last["val_accuracy"] >= target:
+        return {"stopped": "target", "undertrained": False, "last_quarter_gain": 0.0}
+    if last["step"] < budget_steps:  # stopped early without reaching the target
+        return {"stopped": "patience", "undertrained": False, "last_quarter_gain": 0.0}
+    cut = budget_steps * (1 - UNDERTRAINED_WINDOW)
+    before = [h["val_accuracy"] for h in history if h["step"] <= cut]
+    after = [h["val_accuracy"] for h in history if h["step"] > cut]
+    if not before or not after:  # too few validation passes to tell: assume it was still learning
+        return {"stopped": "budget", "undertrained": True, "last_quarter_gain": math.nan}
+    gain = max(after) - max(before)
+    return {"stopped": "budget", "undertrained": gain >= UNDERTRAINED_GAIN, "last_quarter_gain": gain}
+
+
+def convergence_note(metrics: dict) -> str:
+    """One line on how a run ended, for the CLI summary and the reports."""
+    stopped, gain = metrics.get("stopped"), metrics.get("last_quarter_gain")
+    acc, floor = metrics.get("accuracy"), metrics.get("context_chance")
+    if stopped is None:
+        return ""
+    if stopped == "target":
+        return f"reached the target validation accuracy at step {metrics.get('best_step')}"
+    if stopped == "patience":
+        return f"stopped early: validation accuracy stopped improving (best at step {metrics.get('best_step')})"
+    if metrics.get("undertrained"):
+        rise = f" by {gain:+.3f}" if isinstance(gain, float) and math.isfinite(gain) else ""
+        return (f"UNDERTRAINED: validation accuracy still rose{rise} in the last quarter of the budget, so this is "
+                f"not the model's limit (more train.epochs may change it)")
+    note = f"budget spent; validation accuracy flat over its last quarter ({gain:+.3f})" if isinstance(gain, float) else "budget spent"
+    if acc is not None and floor is not None and acc < floor + 0.05:
+        note += ("; at the chance floor, where MQAR models often plateau and then jump: calling this a failure needs "
+                 "a learning-rate sweep, two seeds and 4x the budget (evalsuite reproduce does that)")
+    return note
+
+
+def _lr_lambda(total_steps: int, warmup_frac: float, schedule: str = "wsd", decay_frac: float = 0.2) -> Callable[[int], float]:
+    """Learning-rate factor per step: linear warm-up, then ``schedule`` (down to 10% at the end)."""
     warmup = int(total_steps * warmup_frac)
+    decay_start = total_steps - int(total_steps * decay_frac)
 
-    def factor(step: int) -> float:  # linear warm-up, then cosine down to 10%
+    def factor(step: int) -> float:
         if step < warmup:
             return (step + 1) / warmup
+        if schedule == "constant":
+            return 1.0
+        if schedule == "wsd":  # warm-up, stable, decay: the peak rate until the last decay_frac
+            if step < decay_start:
+                return 1.0
+            return 1.0 - 0.9 * min(1.0, (step - decay_start) / max(1, total_steps - decay_start))
         progress = (step - warmup) / max(1, total_steps - warmup)
         return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
 
@@ -213,7 +262,8 @@ def _train(config: dict, device: torch.device, result: RunResult, progress: bool
     batches_per_epoch = max(1, len(data["train"]) // train["batch_size"])
     total_steps = max(1, int(round(train["epochs"] * batches_per_epoch)))
     optimizer = _optimizer(model, train, device)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(total_steps, train["warmup_frac"]))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, _lr_lambda(total_steps, train["warmup_frac"], train["schedule"], train["decay_frac"]))
     shuffle = torch.Generator().manual_seed(seed)
     show = sys.stderr.isatty() if progress is None else progress
     bar = _progress_bar(total_steps, show, f"{config['model']['name']} on {config['task']['name']}")
@@ -264,14 +314,18 @@ def _train(config: dict, device: torch.device, result: RunResult, progress: bool
         result.metrics[f"eval_{i}_accuracy"] = ev["accuracy"]
         slices.extend({"split": f"eval_{i}", **s}
                       for s in ev.get("slices") or [{"accuracy": ev["accuracy"], "graded": ev["graded"]}])
+    head_task = all_tasks[0]
     result.metrics.update(
         accuracy=test["accuracy"], loss=test["loss"], graded=test["graded"], majority_rate=majority_rate(data["test"]),
-        val_accuracy=best["accuracy"], best_step=best["step"], steps=step, train_loss=loss_value,
+        context_chance=head_task.context_chance(data["test"]), chance_rule=head_task.chance_rule,
+        val_accuracy=best["accuracy"], best_step=best["step"], steps=step, budget_steps=total_steps,
+        **convergence(result.history, total_steps, train["target_accuracy"]), train_loss=loss_value,
         train_time_s=train_time, steps_per_s=step / max(train_time, 1e-9), slices=slices)
     result.metrics.update(state_bytes_fp32=analysis.state_size(model, seq_len)["bytes"])
     try:  # sharpness, interference and error classes of the test set; never fails the run
         test_batch = data["test"][:analysis.ANALYSIS_EXAMPLES].to(device)
-        result.metrics["analysis"] = analysis.summary(model, test_batch.inputs, test_batch.targets)
+        result.metrics["analysis"] = analysis.summary(model, test_batch.inputs, test_batch.targets,
+                                                      answers=test_batch.answers)
     except Exception as exc:  # noqa: BLE001 - recorded, the run's accuracy stands
         result.metrics["analysis"] = {"error": f"{type(exc).__name__}: {exc}"}
 

@@ -146,10 +146,12 @@ class DPFP(FeatureMap):
 class Performer(FeatureMap):
     """FAVOR+ positive random features (Choromanski et al. 2021) estimating exp(q.k / sqrt(d)).
 
-    ``forward`` is the unbiased estimator. Inside attention the query features are divided by
-    their row maximum (the max subtracted before exp) and the key features by a data-independent
-    constant; both cancel in the normalised output, and neither looks across positions, so the
-    causal and recurrent forms stay exact.
+    ``forward`` is the unbiased estimator. Inside normalised attention the features are
+    exp(exponent) shifted per query and per feature (``sequence_shift``: ``ops.shifted_features``,
+    and a running maximum with a rescaled state when decoding) so that every denominator
+    phi(q_t).z_t is at least 1; the ratio phi(q).S / phi(q).z is invariant to those shifts, so the
+    output is the exact ratio estimator at any head size. ``forward_query`` / ``forward_key``
+    alone shift by the query's row maximum and by the sequence's largest key exponent.
     The random matrix is a buffer (saved with the model) that only ``resample()`` changes."""
 
     def __init__(self, head_dim: int, n_features: int | None = None, orthogonal: bool = True):
@@ -186,12 +188,21 @@ class Performer(FeatureMap):
         e = self._exponent(x)
         return torch.exp(e - e.amax(-1, keepdim=True).detach())
 
+    # The layer shifts exponents per query and feature (ops.shifted_features). A fixed key shift
+    # cannot serve every head size: at d >= 64 the worst-case bound |w|^2/2 sat ~25 nats above
+    # typical exponents and phi(q).z fell under eps, so the layer computed num/eps.
+    sequence_shift = True
+
+    def query_exponent(self, x):
+        """log of the query features, up to the constant 1/sqrt(2m) (cancels in the ratio)."""
+        return self._exponent(x)
+
+    key_exponent = query_exponent
+
     def forward_key(self, x):
-        # +-u - |x|^2/2 <= |w|^2/2 for every x. Shifting by that bound would push typical keys
-        # towards underflow (and under the denominator's eps), so shift only the part above e^20:
-        # overflow stays impossible, and no key looks at any other position.
-        shift = (self.projection.square().sum(-1).amax() / 2 - 20).clamp(min=0)
-        return torch.exp(self._exponent(x) - shift.to(x.dtype))
+        """Keys of whole sequences ``[..., T, d]``, shifted by the sequence's largest exponent."""
+        e = self._exponent(x)
+        return torch.exp(e - e.detach().amax(dim=(-2, -1), keepdim=True))
 
     def extra_repr(self):
         return f"{super().extra_repr()}, n_features={self.n_features}, orthogonal={self.orthogonal}"

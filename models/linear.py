@@ -1,6 +1,7 @@
 """Linear attention (Katharopoulos et al. 2020) with any feature map."""
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import torch
@@ -49,7 +50,7 @@ class LinearAttention(Mixer):
 
     def attention(self, x):
         q, k, v = (self.split_heads(t).float() for t in self._qkv(x))
-        phi_q, phi_k = self.feature_map.forward_query(q), self.feature_map.forward_key(k)
+        phi_q, phi_k = ops.apply_feature_map(self.feature_map, q, k, stabilize=self.options.normalize != "none")
         weights = ops.linear_attention_matrix(phi_q, phi_k, self.options.normalize, self.options.eps)
         return AttentionView(weights, phi_k, v)
 
@@ -58,17 +59,38 @@ class LinearAttention(Mixer):
         z = m if self.options.normalize == "z" else 0
         return self.n_heads * (m * self.head_dim + z)  # S is m x dv per head, z is m
 
+    @property
+    def _running_shift(self) -> bool:
+        """Maps with ``sequence_shift`` (performer) decode with a running per-feature maximum c of
+        the key exponents: state row i holds sum_j exp(ek[j, i] - c[i]) v_j, rescaled when c[i]
+        grows, and the query reads with exp(eq + c - max(eq + c)); as ``ops.shifted_features``."""
+        return getattr(self.feature_map, "sequence_shift", False) and self.options.normalize != "none"
+
     def init_state(self, batch, max_len, device=None):
         dv = self.head_dim + (self.options.normalize == "z")  # z rides along as S's last column
-        return torch.zeros(batch, self.n_heads, self.feature_map.out_dim, dv, device=device)
+        state = torch.zeros(batch, self.n_heads, self.feature_map.out_dim, dv, device=device)
+        if self._running_shift:
+            return state, torch.full((batch, self.n_heads, self.feature_map.out_dim), -math.inf, device=device)
+        return state
 
     def step(self, x, state):
         B = x.shape[0]
         q, k, v = (t.view(B, self.n_heads, -1).float() for t in self._qkv(x))
-        phi_q, phi_k = self.feature_map.forward_query(q), self.feature_map.forward_key(k)
+        if self._running_shift:
+            state, c = state
+            ek, eq = self.feature_map.key_exponent(k), self.feature_map.query_exponent(q)   # [B, H, m]
+            new_c = torch.maximum(c, ek)
+            state = state * torch.exp(c - new_c)[..., None]                     # rescale rows already written
+            phi_k, c = torch.exp(ek - new_c), new_c
+            read = eq + c
+            phi_q = torch.exp(read - read.amax(-1, keepdim=True))
+        else:
+            phi_q, phi_k = self.feature_map.forward_query(q), self.feature_map.forward_key(k)
         if self.options.normalize == "z":
             v = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)
         o, state = ops.linear_attention_step(phi_q, phi_k, v, state)
+        if self._running_shift:
+            state = (state, c)
         o = ops.normalize_output(o, self.options.normalize, self.options.eps)
         return self.out(o.reshape(B, self.d_model).to(x.dtype)), state
 

@@ -28,14 +28,36 @@ def normalize_option(normalize) -> str:
     return normalize
 
 
-def _apply_map(feature_map, q, k):
+def apply_feature_map(feature_map, q, k, causal: bool = True, stabilize: bool = True):
+    """phi(q), phi(k) for a map (name, FeatureMap, callable or None); maps with ``sequence_shift``
+    get ``shifted_features`` unless ``stabilize`` is off (unnormalised reads)."""
     if feature_map is None:
         return q, k  # already feature-mapped
     if isinstance(feature_map, str):
         feature_map = fm.get(feature_map, q.shape[-1])
     if isinstance(feature_map, fm.FeatureMap):
+        if stabilize and getattr(feature_map, "sequence_shift", False):
+            return shifted_features(feature_map.query_exponent(q), feature_map.key_exponent(k), causal)
         return feature_map.forward_query(q), feature_map.forward_key(k)
     return feature_map(q), feature_map(k)
+
+
+MAX_QUERY_EXPONENT = 80.0  # exp(80) ~ 5e34: below float32's limit, far above any sane spread
+
+
+def shifted_features(eq, ek, causal: bool = True):
+    """phi(q), phi(k) = exp(eq), exp(ek) ``[..., T, m]`` up to factors that cancel in a normalised
+    read, scaled so that every denominator phi(q_t).z_t is at least 1.
+
+    With c_t[i] = max_{j<=t} ek[j, i] and s_t = max_i (eq[t, i] + c_t[i]), query t's weights
+    exp(eq[t] + ek[j] - s_t) are at most 1 and the largest is exactly 1, whatever the head size or
+    input scale. As a product of per-key and per-query factors: phi(k_j) = exp(ek[j] - C) with
+    C[i] = max_j ek[j, i] over the sequence, phi(q_t) = exp(eq[t] + C - s_t). The shifts are
+    detached: they cancel exactly in phi(q).S / phi(q).z, so their gradient is zero."""
+    C = ek.detach().amax(-2, keepdim=True)                                   # [..., 1, m]
+    seen = ek.detach().cummax(-2).values if causal else C.expand_as(ek)     # c_t
+    s = (eq.detach() + seen).amax(-1, keepdim=True)                          # [..., T, 1]
+    return torch.exp((eq + C - s).clamp(max=MAX_QUERY_EXPONENT)), torch.exp(ek - C)
 
 
 def linear_attention(q, k, v, *, feature_map="elu1", causal: bool = True, normalize="z",
@@ -52,7 +74,7 @@ def linear_attention(q, k, v, *, feature_map="elu1", causal: bool = True, normal
     out_dtype = v.dtype
     with torch.autocast(device_type=q.device.type, enabled=False):
         dtype = torch.promote_types(q.dtype, torch.float32)  # at least float32; float64 stays (tests)
-        phi_q, phi_k = _apply_map(feature_map, q.to(dtype), k.to(dtype))
+        phi_q, phi_k = apply_feature_map(feature_map, q.to(dtype), k.to(dtype), causal, stabilize=norm != "none")
         vv = v.to(dtype)
         if norm == "z":  # a ones column turns the denominator into one more output column
             vv = torch.cat([vv, torch.ones_like(vv[..., :1])], dim=-1)

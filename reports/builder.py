@@ -14,6 +14,8 @@ from typing import Iterable
 import jinja2
 import pandas as pd
 
+from evalsuite.train import convergence_note
+
 from . import plots
 
 PLOT_FORMATS = ("png", "svg")
@@ -61,8 +63,9 @@ def config_key(config: dict) -> str:
 
 
 def summarize(runs: list[dict]) -> list[dict]:
-    """One row per configuration: the best learning rate by mean accuracy over seeds, the mean and
-    spread over seeds at that rate, and every run's status (failed and diverged runs counted)."""
+    """One row per configuration: the best learning rate by mean validation accuracy over seeds, the
+    mean and spread of test accuracy over seeds at that rate beside the task's chance floor, how
+    many of those runs were undertrained, and every run's status (failed and diverged counted)."""
     groups: dict[str, list[dict]] = {}
     for run in runs:
         groups.setdefault(config_key(run["config"]), []).append(run)
@@ -75,7 +78,8 @@ def summarize(runs: list[dict]) -> list[dict]:
             by_lr.setdefault(r["config"]["train"]["lr"], []).append(r)
         best_lr, best = None, []
         if by_lr:
-            best_lr, best = max(by_lr.items(), key=lambda kv: sum(r["metrics"]["accuracy"] for r in kv[1]) / len(kv[1]))
+            best_lr, best = max(by_lr.items(), key=lambda kv: sum(r["metrics"].get("val_accuracy", r["metrics"]["accuracy"])
+                                                                  for r in kv[1]) / len(kv[1]))
         accs = [r["metrics"]["accuracy"] for r in best]
         mean = sum(accs) / len(accs) if accs else None
         std = (sum((a - mean) ** 2 for a in accs) / (len(accs) - 1)) ** 0.5 if len(accs) > 1 else None
@@ -89,11 +93,18 @@ def summarize(runs: list[dict]) -> list[dict]:
             "pairs": task.get("num_kv_pairs"), "model": model_label(cfg), "d_model": cfg["model"]["d_model"],
             "n_layers": cfg["model"]["n_layers"], "state_size": anchor["metrics"].get("state_size"),
             "best_lr": best_lr, "lrs": len(by_lr), "accuracy": mean, "accuracy_std": std, "seeds": len(accs),
+            "chance": _mean_metric(best, "context_chance"), "epochs": cfg["train"].get("epochs"),
+            "undertrained": sum(bool(r["metrics"].get("undertrained")) for r in best),
             "runs": len(members), "status": ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())),
             "failed": sum(n for s, n in statuses.items() if s != "done"),
             "error": next((r["error"].strip().splitlines()[0] for r in members if r.get("error")), None),
         })
     return sorted(rows, key=lambda r: (r["task"], r["model"], r["d_model"], r["seq_len"] or 0, r["pairs"] or 0))
+
+
+def _mean_metric(runs: list[dict], name: str) -> float | None:
+    xs = [r["metrics"][name] for r in runs if r["metrics"].get(name) is not None]
+    return sum(xs) / len(xs) if xs else None
 
 
 def _scaling_plots(summary: list[dict], slices: pd.DataFrame, fmt: str) -> list[dict]:
@@ -295,7 +306,8 @@ def _clean(value):
     return value
 
 
-SCALAR_METRICS = ("accuracy", "val_accuracy", "loss", "majority_rate", "steps", "best_step", "wall_time_s",
+SCALAR_METRICS = ("accuracy", "val_accuracy", "context_chance", "majority_rate", "loss", "steps", "budget_steps",
+                  "best_step", "stopped", "undertrained", "last_quarter_gain", "wall_time_s",
                   "steps_per_s", "parameters", "state_size", "state_bytes_fp32", "seq_len")
 
 
@@ -313,6 +325,7 @@ def render(runs: Iterable[dict], title: str = "evalsuite report", *, probes: pd.
         run["curve"] = plots.training_curves(run.get("history") or [], fmt="png")  # small, many of them
         run["config_json"] = json.dumps(run["config"], indent=2, sort_keys=True)
         run["scalars"] = [(k, run["metrics"][k]) for k in SCALAR_METRICS if k in run["metrics"]]
+        run["convergence"] = convergence_note(run["metrics"])
         analysis = run["metrics"].get("analysis") or {}
         run["errors"] = analysis.get("errors")
     raw = _clean([{k: r.get(k) for k in ("run_id", "config", "status", "metrics", "error", "env")} for r in runs])

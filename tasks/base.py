@@ -22,12 +22,15 @@ class Batch:
     """``inputs``/``targets`` are ``torch.long [n, T]``; ``meta`` holds per-example tensors ``[n]``.
 
     ``scored`` (optional, bool ``[n, T]``) marks the graded positions that count for accuracy when a
-    task trains on more positions than it scores (MAD's in-context recall)."""
+    task trains on more positions than it scores (MAD's in-context recall). ``answers`` (optional,
+    long ``[n, T]``) is, at each graded position, where the generator put the token it asks for
+    (the queried pair's value), -1 elsewhere; the analysis reads it instead of searching."""
 
     inputs: torch.Tensor
     targets: torch.Tensor
     meta: dict[str, torch.Tensor] = field(default_factory=dict)
     scored: torch.Tensor | None = None
+    answers: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return self.inputs.shape[0]
@@ -39,12 +42,14 @@ class Batch:
 
     def __getitem__(self, index) -> "Batch":
         return Batch(self.inputs[index], self.targets[index], {k: v[index] for k, v in self.meta.items()},
-                     None if self.scored is None else self.scored[index])
+                     None if self.scored is None else self.scored[index],
+                     None if self.answers is None else self.answers[index])
 
     def to(self, device) -> "Batch":
         return Batch(self.inputs.to(device, non_blocking=True), self.targets.to(device, non_blocking=True),
                      {k: v.to(device) for k, v in self.meta.items()},
-                     None if self.scored is None else self.scored.to(device))
+                     None if self.scored is None else self.scored.to(device),
+                     None if self.answers is None else self.answers.to(device))
 
     def padded(self, length: int) -> "Batch":
         """Right-padded to ``length`` with token 0 and ungraded targets (harmless to causal models)."""
@@ -53,7 +58,8 @@ class Batch:
             return self
         f = torch.nn.functional.pad
         return Batch(f(self.inputs, (0, pad), value=0), f(self.targets, (0, pad), value=IGNORE), self.meta,
-                     None if self.scored is None else f(self.scored, (0, pad), value=False))
+                     None if self.scored is None else f(self.scored, (0, pad), value=False),
+                     None if self.answers is None else f(self.answers, (0, pad), value=-1))
 
     @staticmethod
     def concat(batches: list["Batch"]) -> "Batch":
@@ -64,8 +70,11 @@ class Batch:
         scored = None
         if any(b.scored is not None for b in batches):
             scored = torch.cat([b.score_mask for b in batches])
+        answers = None
+        if all(b.answers is not None for b in batches):
+            answers = torch.cat([b.answers for b in batches])
         return Batch(torch.cat([b.inputs for b in batches]), torch.cat([b.targets for b in batches]),
-                     {k: torch.cat([b.meta[k] for b in batches]) for k in keys}, scored)
+                     {k: torch.cat([b.meta[k] for b in batches]) for k in keys}, scored, answers)
 
 
 class Task:
@@ -78,6 +87,8 @@ class Task:
     presets: ClassVar[dict[str, dict]] = {}
     # per-example metadata keys that accuracy is broken down by
     slice_keys: ClassVar[tuple[str, ...]] = ()
+    # the task's chance floor, in words (``context_chance`` computes it)
+    chance_rule: ClassVar[str] = "majority class: always answer the most common test target"
 
     def __init__(self, **params):
         self.params = self.Params(**params)
@@ -102,6 +113,18 @@ class Task:
         """A printable name for every token id (``decode`` uses it)."""
         return [str(i) for i in range(self.vocab_size)]
 
+    def answer_tokens(self) -> tuple[int, int] | None:
+        """``[lo, hi)``: the tokens that can be answers, when the answers are read from the context
+        (then the floor is ``context_floor``); ``None`` means the floor is the majority rate."""
+        return None
+
+    def context_chance(self, batch: Batch) -> float:
+        """The chance floor: the accuracy of a reader that knows the task's format but not the
+        answer. Where answers are read from the context, it answers a uniformly random distinct
+        answer token seen so far at each scored position (MQAR: 1/D); else the majority rate."""
+        span = self.answer_tokens()
+        return majority_rate(batch) if span is None else context_floor(batch, *span)
+
     # --- shared ------------------------------------------------------------------------------
     def generate(self, n: int, seed: int) -> Batch:
         """``n`` examples; the same seed and parameters give identical tensors."""
@@ -117,6 +140,33 @@ class Task:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params.model_dump().items())
         return f"{type(self).__name__}({args})"
+
+
+def majority_rate(batch: Batch) -> float:
+    """Accuracy of always answering the most common scored target."""
+    targets = batch.targets[batch.score_mask]
+    return float(torch.bincount(targets).max()) / targets.numel() if targets.numel() else 0.0
+
+
+def context_floor(batch: Batch, lo: int, hi: int, chunk: int = 256) -> float:
+    """Mean over scored positions t of [target in C_t] / |C_t|, C_t the distinct tokens of
+    ``[lo, hi)`` in ``inputs[:t+1]``: the accuracy of answering a random candidate from the context."""
+    mask = batch.score_mask
+    total, hits = int(mask.sum()), 0.0
+    if total == 0:
+        return 0.0
+    for start in range(0, len(batch), chunk):
+        x, y, m = (t[start:start + chunk] for t in (batch.inputs, batch.targets, mask))
+        inside = (x >= lo) & (x < hi)
+        onehot = torch.zeros(*x.shape, hi - lo, dtype=torch.bool)
+        onehot[inside] = torch.nn.functional.one_hot(x[inside] - lo, hi - lo).bool()
+        seen = onehot.cummax(dim=1).values                              # [n, T, R] seen by position t
+        count = seen.sum(-1)                                            # [n, T]
+        y_in = (y >= lo) & (y < hi)
+        has = torch.zeros_like(count, dtype=torch.bool)
+        has[y_in] = seen[y_in].gather(-1, (y[y_in] - lo)[:, None]).squeeze(-1)
+        hits += float((m & has).float().div(count.clamp_min(1)).sum())
+    return hits / total
 
 
 def _stable_hash(text: str) -> int:

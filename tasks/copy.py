@@ -29,6 +29,10 @@ class Copy(Task):
         "paper": dict(num_symbols=10, min_len=32, max_len=62, seq_len=128),
     }
     slice_keys = ("length",)
+    chance_rule = "a random symbol of the word (the closing separator counts as missed)"
+
+    def answer_tokens(self):
+        return 1, self.params.num_symbols + 1
 
     @property
     def vocab_size(self) -> int:
@@ -82,6 +86,10 @@ class SelectiveCopy(Task):
         "mamba": dict(vocab_size=16, seq_len=4096, num_tokens=16),
     }
     slice_keys = ("seq_len",)
+    chance_rule = "a random distinct data token of the context"
+
+    def answer_tokens(self):
+        return 0, self.params.vocab_size - 2
 
     def check(self):
         p = self.params

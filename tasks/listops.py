@@ -77,6 +77,7 @@ class ListOps(Task):
         "lra": dict(max_depth=10, max_args=10, min_length=500, max_length=2000),
     }
     slice_keys = ("length_bin",)
+    chance_rule = "majority class: always answer the most common test label"
 
     @property
     def vocab_size(self):

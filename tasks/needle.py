@@ -50,6 +50,11 @@ class Needle(Task):
         "multiquery": dict(preset_base="default", seq_len=256, num_queries=2, num_distractors=2),
     }
     slice_keys = ("seq_len", "depth_bin")
+    chance_rule = "a random distinct needle value of the context (1 with a single needle)"
+
+    def answer_tokens(self):
+        p = self.params
+        return 2 + p.num_keys, 2 + p.num_keys + p.num_values
 
     @property
     def vocab_size(self):
@@ -117,6 +122,7 @@ class Needle(Task):
             np.put_along_axis(seq, start + offset, tokens, axis=1)
 
         targets = np.full((n, T), IGNORE, dtype=np.int64)
+        answer_pos = np.full((n, T), -1, dtype=np.int64)
         pos = H
         for q in range(Q):
             block = slice(q * M, (q + 1) * M)
@@ -125,8 +131,9 @@ class Needle(Task):
             seq[:, pos], seq[:, pos + 1] = 1, keys[:, q]
             seq[:, pos + 2:pos + 1 + M] = answers[:, :-1]  # earlier answers are teacher-forced
             targets[:, pos + 1:pos + 1 + M] = answers
+            answer_pos[:, pos + 1:pos + 1 + M] = np.take_along_axis(start[:, block], by_position, axis=1) + 2
             pos += M + 1
         actual_depth = start[:, 0] / max(H - 3, 1)
         return Batch(torch.from_numpy(seq), torch.from_numpy(targets),
                      {"depth": torch.from_numpy(actual_depth), "depth_bin": torch.from_numpy(np.minimum(actual_depth * 10, 9).astype(np.int64)),
-                      "seq_len": torch.full((n,), T)})
+                      "seq_len": torch.full((n,), T)}, answers=torch.from_numpy(answer_pos))

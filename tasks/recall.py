@@ -44,6 +44,12 @@ class MQAR(Task):
         "zoology-512": dict(preset_base="zoology", vocab_size=8192, seq_len=512, num_kv_pairs=64, random_non_queries=True),
     }
     slice_keys = ("num_kv_pairs", "seq_len")
+    chance_rule = "1/D: answering one of the D values of the context at random"
+
+    def context_chance(self, batch: Batch) -> float:
+        """1/D per query (D from each example's metadata, so mixtures of segments are exact)."""
+        graded = (batch.targets != IGNORE).sum(1).double()
+        return float((graded / batch.meta["num_kv_pairs"].double()).sum() / graded.sum().clamp_min(1))
 
     @property
     def vocab_size(self) -> int:
@@ -83,6 +89,8 @@ class MQAR(Task):
         np.put_along_axis(inputs, query_pos, keys, axis=1)
         targets = np.full((n, T), IGNORE, dtype=np.int64)
         np.put_along_axis(targets, query_pos, values, axis=1)
+        answers = np.full((n, T), -1, dtype=np.int64)
+        np.put_along_axis(answers, query_pos, np.arange(1, context, 2)[None, :].repeat(n, 0), axis=1)
         collisions = np.zeros(n, dtype=np.int64)
         if p.random_non_queries:
             filler = inputs == 0
@@ -96,4 +104,4 @@ class MQAR(Task):
                     collisions[rows] = (filler[rows] & is_key).sum(axis=1)
         return Batch(torch.from_numpy(inputs), torch.from_numpy(targets),
                      {"num_kv_pairs": torch.full((n,), D, dtype=torch.long), "seq_len": torch.full((n,), T),
-                      "filler_collisions": torch.from_numpy(collisions)})
+                      "filler_collisions": torch.from_numpy(collisions)}, answers=torch.from_numpy(answers))

@@ -36,6 +36,10 @@ class MadRecall(Task):
         "mad-noisy": dict(preset_base="default", vocab_size=16, seq_len=128, noise_fraction=0.2),
     }
     slice_keys = ("seq_len",)
+    chance_rule = "a random distinct value of the context so far"
+
+    def answer_tokens(self):
+        return self.params.vocab_size // 2, self.params.vocab_size
 
     @property
     def vocab_size(self):

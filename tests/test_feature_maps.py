@@ -86,6 +86,40 @@ def test_performer_stabilised_attention_equals_the_estimator_and_is_fixed_betwee
     assert not torch.equal(perf.projection, before)
 
 
+@pytest.mark.parametrize("scale", [1.0, 2.0], ids=["unit-variance", "trained-scale"])
+@pytest.mark.parametrize("d", [16, 64, 128], ids=lambda d: f"head{d}")
+def test_performer_layer_is_the_exact_ratio_estimator_at_any_head_size(d, scale):
+    """With the default eps (1e-6) the layer's output equals the FAVOR+ ratio estimator computed
+    from the unshifted features with no eps at all, in float64, to 1e-3 relative."""
+    torch.manual_seed(d)
+    perf = fm.get("performer", d).double()
+    T = 40
+    q, k = torch.randn(2, 2, T, d, dtype=torch.float64) * scale, torch.randn(2, 2, T, d, dtype=torch.float64) * scale
+    v = torch.randn(2, 2, T, 8, dtype=torch.float64)
+    out = ops.linear_attention(q, k, v, feature_map=perf, mode="chunk", chunk_size=16)  # eps 1e-6
+    phi_q, phi_k = perf(q), perf(k)                                   # the estimator's own features
+    scores = (phi_q @ phi_k.transpose(-1, -2)).tril()
+    exact = (scores @ v) / scores.sum(-1, keepdim=True)               # no eps
+    rel = (out - exact).norm(dim=-1) / exact.norm(dim=-1)
+    assert float(rel.max()) < 1e-3
+    phi_q, phi_k = ops.apply_feature_map(perf, q, k)                  # what the layer uses
+    z = (phi_q @ phi_k.transpose(-1, -2)).tril().sum(-1)
+    assert float(z.min()) >= 1 - 1e-12  # every denominator is at least 1, far above eps
+
+
+def test_performer_decoding_keeps_the_ratio_exact():
+    model = models.build("linear", vocab_size=20, d_model=128, n_layers=1, n_heads=1, max_len=24,
+                         feature_map="performer").double().eval()
+    tokens = torch.randint(0, 20, (2, 24))
+    full = model(tokens)
+    state = model.init_state(2)
+    stepped = []
+    for t in range(24):
+        logits, state = model.step(tokens[:, t], state)
+        stepped.append(logits)
+    torch.testing.assert_close(torch.stack(stepped, 1), full, rtol=1e-6, atol=1e-6)
+
+
 def test_hedgehog_starts_at_identity_inside_a_model():
     model = models.build("linear", vocab_size=20, d_model=16, n_layers=1, n_heads=2, max_len=8, feature_map="hedgehog")
     hedgehog = model.blocks[0].mixer.feature_map

@@ -1,4 +1,6 @@
-"""Each verdict on synthetic stored results that should pass and that should fail."""
+"""Each verdict on synthetic run sets: one that reproduces the finding, one that contradicts it,
+one whose failure is not settled (inconclusive), and one where every model sits at chance
+(inconclusive for every verdict). Plus the rules a cell applies (learned, settled, escalation)."""
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -6,97 +8,193 @@ from click.testing import CliRunner
 from evalsuite import reproduce as rep
 from evalsuite import sweep as sweeps
 from evalsuite.cli import main
+from evalsuite.reproduce_rules import Cell
+
+LRS = (0.001, 0.003, 0.01)
+BEST = 0.003
+FLOORS = {"recall": None, "copy": 0.1, "listops": 0.13}
 
 
-def run(model, acc, *, d_model=64, seq_len=64, pairs=8, task="recall", fmap=None, lr=0.003, status="done", **metrics):
+def cell(model, acc, *, task="recall", d_model=64, seq_len=64, pairs=16, settled=True, long=None, gain=0.0, spread=0.0,
+         fmap=None, loss=None, state=8000, analysis=None, **model_cfg):
+    """Runs of one configuration as the store would hold them: three rates on seed 0 (the middle
+    one best by validation), a second seed at the best rate, and (when it did not learn, or when
+    ``long``) a rerun at 4x the budget that gains ``gain``. ``settled=False``: one rate, one seed."""
     fmap = fmap or ("elu1" if model in ("linear", "hybrid") else None)
-    cfg = {"task": {"name": task, "seq_len": seq_len, "num_kv_pairs": pairs},
-           "model": {"name": model, "feature_map": fmap, "d_model": d_model, "n_layers": 2,
-                     **({"pattern": metrics.pop("pattern")} if "pattern" in metrics else {})},
-           "train": {"lr": lr}, "seed": 0}
-    m = {"accuracy": acc, "state_size": metrics.pop("state_size", 8000), "loss": metrics.pop("loss", 1.0),
-         "steps": 100, "best_step": 100, **metrics}
-    return {"run_id": f"{model}{d_model}{seq_len}{pairs}{lr}{task}", "config": cfg, "status": status,
-            "metrics": m if status == "done" else {}, "error": None}
+    floor = FLOORS[task] or 1 / pairs
+    learned = acc >= floor + 0.5 * (1 - floor)
+    long = (not learned) if long is None else long
+    config = {"task": {"name": task, "seq_len": seq_len, "num_kv_pairs": pairs},
+              "model": {"name": model, "feature_map": fmap, "d_model": d_model, "n_layers": 2, **model_cfg}}
+
+    def one(a, lr, seed, epochs=3.0):
+        c = {**config, "train": {"lr": lr, "epochs": epochs}, "seed": seed}
+        m = {"accuracy": a, "val_accuracy": a, "context_chance": floor, "majority_rate": floor, "state_size": state,
+             "loss": (2.0 if a < 0.5 else 0.01) if loss is None else loss, "steps": 100, "best_step": 100,
+             **({"analysis": analysis} if analysis else {})}
+        return {"run_id": f"{task}{model}{d_model}{seq_len}{pairs}{model_cfg}{lr}{seed}{epochs}", "config": c,
+                "status": "done", "metrics": m, "error": None}
+
+    if not settled:
+        return [one(acc, BEST, 0)]
+    runs = [one(max(acc - 0.02, 0.0) if lr != BEST else acc, lr, 0) for lr in LRS]
+    runs.append(one(acc + 2 * spread, BEST, 1))
+    if long:
+        runs.append(one(acc + gain, BEST, 0, epochs=12.0))
+    return runs
 
 
-def sharp(entropy, ctx_entropies, mass):
-    return {"analysis": {"retrieval_layer": {"layer": 0, "head": 0},
-                         "sharpness": [{"layer": 0, "head": 0, "entropy": entropy, "answer_mass": mass}],
-                         "sharpness_by_context": [{"layer": 0, "head": 0, "context": 10.0 * (i + 1), "entropy": e}
-                                                  for i, e in enumerate(ctx_entropies)]}}
+def sharp(entropy, ctx_entropies, mass=0.5):
+    return {"retrieval_layer": {"layer": 0, "head": 0},
+            "sharpness": [{"layer": 0, "head": 0, "entropy": entropy, "answer_mass": mass}],
+            "sharpness_by_context": [{"layer": 0, "head": 0, "context": 10.0 * (i + 1), "entropy": e}
+                                     for i, e in enumerate(ctx_entropies)]}
 
 
 NO_PROBES = pd.DataFrame()
 
 
-def probes(knees):
+def probes(knees, smallest_acc=1.0):
     rows = []
     for memory, k in knees.items():
         for s in (4, 8, 12, 16, 24, 32, 48, 64):
-            rows.append({"memory": memory, "pairs": s, "accuracy": 1.0 if s <= k else 0.5, "trained": True,
-                         "setting": 1, "d_key": 16})
+            acc = (smallest_acc if s == 4 else 1.0) if s <= k else 1 / s
+            rows.append({"memory": memory, "pairs": s, "accuracy": acc, "trained": True, "setting": 1, "d_key": 16})
     return pd.DataFrame(rows)
 
 
+def linear_width(d32, d64, d128, d64_few, soft=1.0, soft_few=1.0, **kw):
+    return (cell("linear", d32, d_model=32, **kw) + cell("linear", d64, **kw) + cell("linear", d128, d_model=128, **kw)
+            + cell("linear", d64_few, pairs=4) + cell("softmax", soft) + cell("softmax", soft_few, pairs=4))
+
+
+def delta(d32, l32, d64, l64, soft=1.0, **kw):
+    return (cell("delta", d32, d_model=32, state=7900) + cell("linear", l32, d_model=32, state=8000, **kw)
+            + cell("delta", d64, state=7900) + cell("linear", l64, state=8000, **kw) + cell("softmax", soft, state=16000))
+
+
+def hybrid(soft, lin, sl, ls, **kw):
+    return (cell("softmax", soft) + cell("linear", lin, **kw) + cell("hybrid", sl, pattern="SL")
+            + cell("hybrid", ls, pattern="LS"))
+
+
+def two(task, soft, lin, **kw):
+    return cell("softmax", soft, task=task, **kw.get("s", {})) + cell("linear", lin, task=task, **kw.get("l", {}))
+
+
+def mqar_softmax(a, b, **kw):
+    return cell("softmax", a, pairs=4, **kw) + cell("softmax", b, seq_len=128, pairs=8, **kw)
+
+
+SHARP, FLAT = sharp(0.3, [0.3, 0.3], 0.9), sharp(2.4, [2.0, 3.0], 0.2)
+
+# name -> (reproduced, not reproduced, inconclusive because a failure is unsettled, everything at chance)
 CASES = {
-    "softmax-mqar": (
-        [run("softmax", 1.0, seq_len=64, pairs=4), run("softmax", 0.995, seq_len=128, pairs=8)],
-        [run("softmax", 1.0, seq_len=64, pairs=4), run("softmax", 0.7, seq_len=128, pairs=8)], NO_PROBES),
-    "linear-width": (
-        [run("linear", a, d_model=w, pairs=D) for (w, D), a in {(32, 4): .5, (64, 4): .7, (128, 4): .9, (32, 16): .2,
-                                                                (64, 16): .4, (128, 16): .6}.items()]
-        + [run("softmax", 1.0, pairs=16)],
-        [run("linear", 0.5, d_model=w, pairs=D) for w in (32, 64, 128) for D in (4, 16)] + [run("softmax", 1.0, pairs=16)],
-        NO_PROBES),
-    "delta-vs-linear": (
-        [run("delta", .99, d_model=32, state_size=100), run("linear", .3, d_model=32, state_size=110),
-         run("delta", .99, d_model=64, state_size=200), run("linear", .5, d_model=64, state_size=210)],
-        [run("delta", .99, d_model=32, state_size=100), run("linear", .98, d_model=32, state_size=110),
-         run("delta", .05, d_model=64, state_size=200), run("linear", .05, d_model=64, state_size=210)], NO_PROBES),
-    "hybrid-recovery": (
-        [run("softmax", 1.0), run("linear", .1), run("hybrid", .95, pattern="SL"), run("hybrid", .1, pattern="LS")],
-        [run("softmax", 1.0), run("linear", .1), run("hybrid", .3, pattern="SL")], NO_PROBES),
-    "listops-order": (
-        [run("softmax", .36, task="listops", majority_rate=.13), run("linear", .16, task="listops")],
-        [run("softmax", .16, task="listops"), run("linear", .36, task="listops")], NO_PROBES),
-    "copy": (
-        [run("softmax", .99, task="copy", loss=.01), run("linear", .98, task="copy", loss=.05)],
-        [run("softmax", .99, task="copy", loss=.01), run("linear", .3, task="copy", loss=2.0)], NO_PROBES),
-    "sharpness": (
-        [run("softmax", 1.0, **sharp(0.3, [0.3, 0.3], 0.9)), run("linear", .1, **sharp(2.4, [2.0, 3.0], 0.2))],
-        [run("softmax", 1.0, **sharp(2.0, [2.0, 2.0], 0.3)), run("linear", .1, **sharp(2.4, [2.0, 3.0], 0.2))],
-        NO_PROBES),
+    "softmax-mqar": (mqar_softmax(1.0, 0.995), mqar_softmax(1.0, 0.7, long=True),
+                     cell("softmax", 1.0, pairs=4) + cell("softmax", 0.7, seq_len=128, pairs=8, settled=False),
+                     mqar_softmax(0.25, 0.125)),
+    "linear-width": (linear_width(0.07, 0.3, 0.9, 0.99), linear_width(0.99, 0.99, 0.99, 0.99),
+                     linear_width(0.07, 0.3, 0.9, 0.99, settled=False), linear_width(1 / 16, 1 / 16, 1 / 16, 0.25, 1 / 16, 0.25)),
+    "delta-vs-linear": (delta(0.9, 0.1, 0.99, 0.5), delta(0.5, 0.5, 0.5, 0.5), delta(0.9, 0.1, 0.99, 0.5, settled=False),
+                        delta(1 / 16, 1 / 16, 1 / 16, 1 / 16, 1 / 16)),
+    "hybrid-recovery": (hybrid(1.0, 0.1, 0.98, 0.1), hybrid(1.0, 0.1, 0.3, 0.1), hybrid(1.0, 0.1, 0.98, 0.1, settled=False),
+                        hybrid(1 / 16, 1 / 16, 1 / 16, 1 / 16)),
+    "listops-order": (two("listops", 0.36, 0.16), two("listops", 0.30, 0.36, s={"long": True}),
+                      two("listops", 0.36, 0.16, l={"settled": False}), two("listops", 0.13, 0.13)),
+    "copy": (two("copy", 0.99, 0.98, l={"loss": 0.05}), two("copy", 0.99, 0.3), two("copy", 0.99, 0.3, l={"settled": False}),
+             two("copy", 0.1, 0.1)),
+    "sharpness": (two("recall", 1.0, 0.99, s={"pairs": 4, "analysis": SHARP}, l={"pairs": 4, "analysis": FLAT}),
+                  two("recall", 1.0, 0.99, s={"pairs": 4, "analysis": sharp(2.0, [2.0, 2.0])}, l={"pairs": 4, "analysis": FLAT}),
+                  two("recall", 1.0, 0.2, s={"pairs": 4, "analysis": SHARP}, l={"pairs": 4, "analysis": FLAT, "settled": False}),
+                  two("recall", 0.25, 0.25, s={"pairs": 4, "analysis": SHARP}, l={"pairs": 4, "analysis": FLAT})),
 }
 
 
+def judge(name, runs, pr=NO_PROBES):
+    return rep.EXPERIMENTS[name].judge(runs, pr, "cpu")
+
+
 @pytest.mark.parametrize("name", CASES)
-def test_verdict_passes_and_fails(name):
-    good, bad, pr = CASES[name]
-    verdict = rep.EXPERIMENTS[name].verdict
-    v = verdict(good, pr)
+def test_verdict_returns_every_outcome(name):
+    good, bad, unsettled, chance = CASES[name]
+    v = judge(name, good)
     assert v.status == rep.REPRODUCED, (v.figures, v.why)
     assert v.figures and v.finding
-    w = verdict(bad, pr)
+    w = judge(name, bad)
     assert w.status == rep.NOT_REPRODUCED, (w.figures, w.why)
     assert w.why
-    assert verdict([], pr).status == rep.INCONCLUSIVE  # nothing measured, nothing claimed
+    u = judge(name, unsettled)
+    assert u.status == rep.INCONCLUSIVE, (u.figures, u.why)
+    assert u.why
+    assert judge(name, []).status == rep.INCONCLUSIVE  # nothing measured, nothing claimed
 
 
-def test_capacity_verdict():
+@pytest.mark.parametrize("name", CASES)
+def test_everything_at_chance_is_inconclusive(name):
+    good, bad, unsettled, chance = CASES[name]
+    v = judge(name, chance)
+    assert v.status == rep.INCONCLUSIVE, (v.figures, v.why)
+
+
+def test_capacity_verdict_every_outcome():
     good = probes({"linear/elu1": 12, "linear/dpfp(nu=1)": 24, "linear/dpfp(nu=2)": 48, "linear/dpfp(nu=3)": 64, "softmax": 64})
     bad = probes({"linear/elu1": 4, "linear/dpfp(nu=1)": 24, "linear/dpfp(nu=2)": 16, "linear/dpfp(nu=3)": 8, "softmax": 32})
-    verdict = rep.EXPERIMENTS["capacity-knee"].verdict
-    assert verdict([], good).status == rep.REPRODUCED
-    v = verdict([], bad)
+    assert judge("capacity-knee", [], good).status == rep.REPRODUCED
+    v = judge("capacity-knee", [], bad)
     assert v.status == rep.NOT_REPRODUCED and "DPFP" in v.why and "softmax" in v.why
-    assert verdict([], NO_PROBES).status == rep.INCONCLUSIVE
+    assert judge("capacity-knee", [], NO_PROBES).status == rep.INCONCLUSIVE
+    at_chance = probes({m: 0 for m in ("linear/elu1", "linear/dpfp(nu=1)", "linear/dpfp(nu=2)", "linear/dpfp(nu=3)", "softmax")})
+    assert judge("capacity-knee", [], at_chance).status == rep.INCONCLUSIVE
+    other_dkey = good.assign(d_key=64)  # probes of another d_key are not pooled in
+    assert judge("capacity-knee", [], other_dkey).status == rep.INCONCLUSIVE
+
+
+def test_delta_verdict_tests_the_small_width_clause():
+    wider_gap = delta(0.6, 0.1, 0.99, 0.1)  # delta wins, but by more at the larger width
+    v = judge("delta-vs-linear", wider_gap)
+    assert v.status == rep.NOT_REPRODUCED and "gap at d_model 32" in v.why
+
+
+def test_linear_width_drop_needs_the_small_d_learned():
+    # 1/4 vs 1/16 is a "drop" between two models at chance: it must not count
+    runs = linear_width(0.07, 0.3, 0.9, 0.25)
+    v = judge("linear-width", runs)
+    assert "drops from D=4 to D=16: undecided" in v.figures[-1]
 
 
 def test_failed_runs_do_not_count():
-    good, _, pr = CASES["softmax-mqar"]
+    good = CASES["softmax-mqar"][0]
     failed = [dict(r, status="failed", metrics={}) for r in good]
-    assert rep.EXPERIMENTS["softmax-mqar"].verdict(failed, pr).status == rep.INCONCLUSIVE
+    assert judge("softmax-mqar", failed).status == rep.INCONCLUSIVE
+
+
+def test_selection_is_by_validation_not_test():
+    runs = cell("softmax", 0.9, pairs=4)
+    runs[0]["metrics"]["accuracy"] = 1.0  # the test-best run has the worst validation accuracy
+    runs[0]["metrics"]["val_accuracy"] = 0.1
+    c = Cell.of(runs, "x", model__name="softmax")
+    assert c.best_lr == BEST
+
+
+def test_escalation_order_edge_then_seed_then_4x():
+    runs = cell("linear", 0.07, settled=False)
+    c = Cell.of(runs, "x", model__name="linear")
+    lrs = [r["train"]["lr"] for r in c.next_configs()]
+    assert lrs and all(lr != BEST for lr in lrs)  # one rate: extend the grid first
+    three = [dict(r) for r in cell("linear", 0.07, long=False)][:3]
+    three[1]["metrics"] = {**three[1]["metrics"], "val_accuracy": 0.0}
+    three[0]["metrics"] = {**three[0]["metrics"], "val_accuracy": 0.2}  # best at the low edge
+    c = Cell.of(three, "x", model__name="linear")
+    (nxt,) = c.next_configs()
+    assert nxt["train"]["lr"] == pytest.approx(0.001 / 3, rel=1e-2) and nxt["seed"] == 0
+    full = cell("linear", 0.07, long=False)
+    c = Cell.of(full, "x", model__name="linear")
+    (nxt,) = c.next_configs()
+    assert nxt["train"]["epochs"] == 12.0 and nxt["train"]["lr"] == BEST
+    settled = Cell.of(cell("linear", 0.07), "x", model__name="linear")
+    assert settled.settled and not settled.next_configs()
+    overturned = Cell.of(cell("linear", 0.07, gain=0.5), "x", model__name="linear")
+    assert not overturned.settled and "4x rerun gained" in "; ".join(overturned.missing_for_settled())
 
 
 @pytest.mark.parametrize("scale", rep.SCALES)
@@ -106,6 +204,14 @@ def test_every_experiment_spec_is_valid(scale):
         if spec is not None:
             assert sweeps.expand(spec)
         assert exp.spec(scale) is not None or exp.probes.get(scale)
+        assert exp.params(scale) is not None
+
+
+def test_paper_scale_verdicts_read_the_papers_widths():
+    p = rep.EXPERIMENTS["linear-width"].params("paper")
+    assert p["widths"] == [64, 128, 256, 512]
+    spec_widths = {pt.config["model"]["d_model"] for pt in sweeps.expand(rep.EXPERIMENTS["linear-width"].spec("paper"))}
+    assert set(p["widths"]) <= spec_widths
 
 
 def test_cli_list_and_unknown_name():
@@ -113,12 +219,3 @@ def test_cli_list_and_unknown_name():
     assert res.exit_code == 0 and all(name in res.output for name in rep.EXPERIMENTS)
     bad = CliRunner().invoke(main, ["reproduce", "sharpnes"])
     assert bad.exit_code == 2 and "did you mean 'sharpness'" in bad.output
-
-
-def test_delta_verdict_skips_a_width_where_neither_learned():
-    runs = [run("delta", .05, d_model=32, state_size=100), run("linear", .05, d_model=32, state_size=110),
-            run("delta", .99, d_model=64, state_size=200), run("linear", .1, d_model=64, state_size=210)]
-    v = rep.EXPERIMENTS["delta-vs-linear"].verdict(runs, NO_PROBES)
-    assert v.status == rep.REPRODUCED and "does not count" in v.figures[0]
-    both_fail = [dict(r, metrics={**r["metrics"], "accuracy": 0.05}) for r in runs]
-    assert rep.EXPERIMENTS["delta-vs-linear"].verdict(both_fail, NO_PROBES).status == rep.INCONCLUSIVE

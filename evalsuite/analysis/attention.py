@@ -23,9 +23,12 @@ def attention_views(model, inputs: torch.Tensor) -> tuple[torch.Tensor, list[Att
     return logits, views
 
 
-def answer_positions(inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """``[B, T]``: for each graded position t, the latest j < t whose input token is t's target
-    (the value a recall query must fetch); -1 where ungraded or the answer is not in the context."""
+def answer_positions(inputs: torch.Tensor, targets: torch.Tensor, answers: torch.Tensor | None = None) -> torch.Tensor:
+    """``[B, T]``: for each graded position t, where its answer sits. The generator's own record
+    (``Batch.answers``) when given; otherwise the latest j < t whose input token is t's target
+    (which picks a later copy under random filler or distractors); -1 where ungraded or absent."""
+    if answers is not None:
+        return torch.where(targets != IGNORE, answers.to(targets.device), -1)
     B, T = inputs.shape
     earlier = torch.ones(T, T, dtype=torch.bool, device=inputs.device).tril(-1)        # j < t
     match = (inputs[:, None, :] == targets[:, :, None]) & earlier & (targets != IGNORE)[:, :, None]

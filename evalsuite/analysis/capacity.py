@@ -69,7 +69,7 @@ class Memory(nn.Module):
             weights = torch.softmax(scale * queries @ keys.transpose(-1, -2), -1)
             return weights @ values
         if self.memory == "linear":
-            phi_k, phi_q = self.fmap.forward_key(keys), self.fmap.forward_query(queries)
+            phi_q, phi_k = ops.apply_feature_map(self.fmap, queries, keys, causal=False)
             state = phi_k.transpose(-1, -2) @ values
             z = phi_k.sum(-2)
             return (phi_q @ state) / ((phi_q * z[:, None]).sum(-1, keepdim=True) + 1e-6)

@@ -51,8 +51,8 @@ def crosstalk(weights: torch.Tensor, values: torch.Tensor, answer) -> float:
 
 
 @torch.no_grad()
-def key_interference(model, inputs: torch.Tensor, targets: torch.Tensor, *, batch_size: int = 32
-                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def key_interference(model, inputs: torch.Tensor, targets: torch.Tensor, answers: torch.Tensor | None = None, *,
+                     batch_size: int = 32) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(queries, examples)``: per (layer, head, graded query) the cross-talk ratio and whether
     the answer was right; per (layer, head, example) the keys' coherence and effective rank and
     the number of wrong answers."""
@@ -61,14 +61,15 @@ def key_interference(model, inputs: torch.Tensor, targets: torch.Tensor, *, batc
     query_rows, example_rows = [], []
     for lo in range(0, inputs.shape[0], batch_size):
         x, y = inputs[lo:lo + batch_size], targets[lo:lo + batch_size]
+        a = None if answers is None else answers[lo:lo + batch_size]
         logits, views = attention_views(model, x)
-        answers = answer_positions(x, y)
+        found = answer_positions(x, y, a)
         correct = logits.argmax(-1) == y
-        graded = ((y != IGNORE) & (answers >= 0)).nonzero(as_tuple=False)   # [Q, 2]
+        graded = ((y != IGNORE) & (found >= 0)).nonzero(as_tuple=False)   # [Q, 2]
         if graded.numel() == 0:
             continue
         ex, pos = graded[:, 0], graded[:, 1]
-        ans = answers[ex, pos]
+        ans = found[ex, pos]
         for layer, (view, block) in enumerate(zip(views, model.blocks)):
             T = view.weights.shape[-1]
             causal = torch.arange(T, device=x.device)[None, None, :] <= pos[:, None, None]

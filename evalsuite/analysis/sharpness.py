@@ -36,7 +36,8 @@ def row_stats(weights: torch.Tensor, answer: torch.Tensor | None = None, top_k: 
 
 
 @torch.no_grad()
-def attention_sharpness(model, inputs: torch.Tensor, targets: torch.Tensor, *, batch_size: int = 32,
+def attention_sharpness(model, inputs: torch.Tensor, targets: torch.Tensor, answers: torch.Tensor | None = None, *,
+                        batch_size: int = 32,
               top_k: int = TOP_K) -> pd.DataFrame:
     """One row per (layer, head, graded query): entropy, entropy / log(context), largest weight,
     top-k mass, mass on the answer (its position and the next conv_kernel - 1, which the short
@@ -46,19 +47,20 @@ def attention_sharpness(model, inputs: torch.Tensor, targets: torch.Tensor, *, b
     frames = []
     for lo in range(0, inputs.shape[0], batch_size):
         x, y = inputs[lo:lo + batch_size], targets[lo:lo + batch_size]
+        a = None if answers is None else answers[lo:lo + batch_size]
         logits, views = attention_views(model, x)
         graded = (y != IGNORE).nonzero(as_tuple=False)                 # [Q, 2] (example, position)
         if graded.numel() == 0:
             continue
         ex, pos = graded[:, 0], graded[:, 1]
-        answers = answer_positions(x, y)[ex, pos]
+        found = answer_positions(x, y, a)[ex, pos]
         correct = (logits.argmax(-1) == y)[ex, pos]
         for layer, (view, block) in enumerate(zip(views, model.blocks)):
             rows = view.weights[ex, :, pos]                            # [Q, H, T]
             T = rows.shape[-1]
             causal = torch.arange(T, device=rows.device)[None, None, :] <= pos[:, None, None]
             rows = rows.masked_fill(~causal, 0.0)
-            window = answer_window(answers, pos, T, reach)[:, None, :].expand_as(rows)
+            window = answer_window(found, pos, T, reach)[:, None, :].expand_as(rows)
             stats = row_stats(rows, window, top_k)
             H = rows.shape[1]
             context = (pos + 1).float()

@@ -1,0 +1,246 @@
+"""The rules a verdict applies to stored runs: cells, learned, settled, margins.
+
+A *cell* is one configuration (task setting and model) over every learning rate, seed and budget
+the store holds for it. Its figures come from the learning rate whose mean **validation** accuracy
+over seeds is highest at the base budget (the smallest ``train.epochs`` present); test accuracy
+is reported at that rate, as a mean and a spread over seeds, beside the task's chance floor.
+
+- **learned**: mean test accuracy at least halfway from the floor to 1:
+  ``acc >= floor + LEARNED_FRACTION * (1 - floor)``.
+- **settled** (a negative result that can be cited): the cell did not learn, its sweep spans the
+  working window (at least ``MIN_RATES`` rates, the best not at an edge of the grid), it has at
+  least ``MIN_SEEDS`` seeds at the best rate, and a rerun at 4x the budget gained less than
+  ``MAX_4X_GAIN``. A cell that did not learn and is not settled is *unsettled*: no verdict rests
+  on its failure.
+- A difference "higher", "grows" or "drops" counts when it exceeds ``MARGIN`` plus the two
+  cells' seed spreads (half-ranges).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+LEARNED_FRACTION = 0.5
+MIN_RATES = 3
+MIN_SEEDS = 2
+MAX_4X_GAIN = 0.05
+BUDGET_FACTOR = 4
+MARGIN = 0.05
+LR_LIMITS = (1e-5, 0.1)  # the grid is extended past an edge only inside these
+
+
+def get(config: dict, path: str) -> Any:
+    """``get(cfg, "model.d_model")``; ``seed`` is top-level."""
+    node: Any = config
+    for part in path.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def matches(run: dict, where: dict[str, Any]) -> bool:
+    return all(get(run["config"], k) == v for k, v in where.items())
+
+
+def _mean(xs):
+    return sum(xs) / len(xs) if xs else math.nan
+
+
+@dataclass
+class Cell:
+    """One configuration's runs and what they show (see the module docstring)."""
+
+    label: str
+    where: dict[str, Any]
+    runs: list[dict] = field(default_factory=list)  # done runs of this configuration
+
+    @classmethod
+    def of(cls, runs: list[dict], label: str, **where) -> "Cell":
+        where = {k.replace("__", "."): v for k, v in where.items()}
+        return cls(label, where, [r for r in runs if r["status"] == "done" and matches(r, where)])
+
+    # --- budgets, rates, seeds ----------------------------------------------------------------
+    @property
+    def base_epochs(self) -> float | None:
+        epochs = [get(r["config"], "train.epochs") for r in self.runs]
+        return min(epochs) if epochs else None
+
+    def _at(self, epochs: float | None = None, lr: float | None = None) -> list[dict]:
+        epochs = self.base_epochs if epochs is None else epochs
+        return [r for r in self.runs if math.isclose(get(r["config"], "train.epochs"), epochs)
+                and (lr is None or math.isclose(get(r["config"], "train.lr"), lr))]
+
+    @property
+    def rates(self) -> list[float]:
+        return sorted({get(r["config"], "train.lr") for r in self._at()})
+
+    @property
+    def best_lr(self) -> float | None:
+        """The rate with the best mean validation accuracy over seeds at the base budget."""
+        if not self.runs:
+            return None
+        by_lr = {lr: _mean([r["metrics"]["val_accuracy"] for r in self._at(lr=lr)]) for lr in self.rates}
+        return max(by_lr, key=lambda lr: (by_lr[lr], -lr))
+
+    @property
+    def best_runs(self) -> list[dict]:
+        return self._at(lr=self.best_lr) if self.runs else []
+
+    @property
+    def seeds(self) -> list[int]:
+        return sorted({r["config"]["seed"] for r in self.best_runs})
+
+    @property
+    def at_edge(self) -> bool:
+        return bool(self.rates) and self.best_lr in (self.rates[0], self.rates[-1])
+
+    # --- figures --------------------------------------------------------------------------------
+    def _metric(self, name: str, runs=None) -> list[float]:
+        return [r["metrics"][name] for r in (self.best_runs if runs is None else runs) if name in r["metrics"]]
+
+    @property
+    def acc(self) -> float:
+        return _mean(self._metric("accuracy"))
+
+    @property
+    def spread(self) -> float:
+        """Half the range of test accuracy over seeds at the best rate (0 for one seed)."""
+        xs = self._metric("accuracy")
+        return (max(xs) - min(xs)) / 2 if xs else math.nan
+
+    @property
+    def loss(self) -> float:
+        return _mean(self._metric("loss"))
+
+    @property
+    def floor(self) -> float:
+        xs = self._metric("context_chance") or self._metric("majority_rate")
+        return _mean(xs) if xs else 0.0
+
+    @property
+    def state(self) -> float:
+        return _mean(self._metric("state_size"))
+
+    @property
+    def long_runs(self) -> list[dict]:
+        """Runs at 4x the base budget and the best rate."""
+        if not self.runs:
+            return []
+        return self._at(epochs=BUDGET_FACTOR * self.base_epochs, lr=self.best_lr)
+
+    @property
+    def gain_4x(self) -> float | None:
+        """Mean test accuracy at 4x the budget minus that at the base budget, same seeds."""
+        long = self.long_runs
+        if not long:
+            return None
+        seeds = {r["config"]["seed"] for r in long}
+        base = [r["metrics"]["accuracy"] for r in self.best_runs if r["config"]["seed"] in seeds]
+        return _mean([r["metrics"]["accuracy"] for r in long]) - _mean(base)
+
+    # --- judgements -----------------------------------------------------------------------------
+    @property
+    def present(self) -> bool:
+        return bool(self.runs)
+
+    @property
+    def learned(self) -> bool:
+        return self.present and self.acc >= self.floor + LEARNED_FRACTION * (1 - self.floor)
+
+    def learned_at(self, level: float) -> bool:
+        return self.present and self.acc >= level
+
+    def missing_for_settled(self) -> list[str]:
+        """What a negative result of this cell still lacks (empty: it is settled)."""
+        if not self.present:
+            return ["no finished run"]
+        lack = []
+        if len(self.rates) < MIN_RATES:
+            lack.append(f"{MIN_RATES} learning rates (has {len(self.rates)})")
+        elif self.at_edge:
+            lack.append(f"a rate beyond the best one ({self.best_lr:g}, at the edge of {self.rates})")
+        if len(self.seeds) < MIN_SEEDS:
+            lack.append(f"{MIN_SEEDS} seeds at the best rate (has {len(self.seeds)})")
+        gain = self.gain_4x
+        if gain is None:
+            lack.append(f"a rerun at {BUDGET_FACTOR}x the budget")
+        elif gain >= MAX_4X_GAIN:
+            lack.append(f"the {BUDGET_FACTOR}x rerun gained {gain:+.3f} (>= {MAX_4X_GAIN}): the budget decides it")
+        return lack
+
+    @property
+    def settled(self) -> bool:
+        """A failure (not learned) that a fair sweep, two seeds and 4x the budget did not overturn."""
+        return self.present and not self.learned and not self.missing_for_settled()
+
+    def settled_below(self, level: float) -> bool:
+        """Settled as below ``level`` (not necessarily at the floor)."""
+        return self.present and self.acc < level and not self.missing_for_settled()
+
+    def figure(self) -> str:
+        if not self.present:
+            return f"{self.label}: no finished run"
+        seeds = len(self.seeds)
+        text = (f"{self.label}: {self.acc:.3f}" + (f" +- {self.spread:.3f}" if seeds > 1 else "")
+                + f" (chance {self.floor:.3f}; {seeds} seed{'s' * (seeds != 1)}, best lr {self.best_lr:g} of "
+                + "[" + ", ".join(f"{lr:g}" for lr in self.rates) + f"] by validation, {self.base_epochs:g} epochs")
+        gain = self.gain_4x
+        if gain is not None:
+            text += f"; {BUDGET_FACTOR}x budget {gain:+.3f}"
+        under = sum(bool(r["metrics"].get("undertrained")) for r in self.best_runs)
+        if under:
+            text += f"; {under} undertrained"
+        return text + ")"
+
+    def status_word(self) -> str:
+        if not self.present:
+            return "missing"
+        return "learned" if self.learned else "settled failure" if self.settled else "unsettled"
+
+    # --- what to run next (``evalsuite reproduce`` escalates with these) --------------------------
+    def next_configs(self) -> list[dict]:
+        """Configurations that would make this cell citable, in order: a rate beyond an edge
+        (when it did not learn), a second seed at the best rate, then 4x the budget (when it did
+        not learn). Empty when nothing is missing."""
+        if not self.present:
+            return []
+        best = next(r for r in self.best_runs)
+        rates = self.rates
+        if not self.learned and (len(rates) < MIN_RATES or self.at_edge):
+            step = rates[1] / rates[0] if len(rates) > 1 else math.sqrt(10)
+            lr = self.best_lr * step if self.best_lr == rates[-1] else self.best_lr / step
+            if LR_LIMITS[0] <= lr <= LR_LIMITS[1]:
+                return [_with(best["config"], lr=float(f"{lr:.3g}"))]
+        missing_seeds = [s for s in range(MIN_SEEDS) if s not in self.seeds]
+        if missing_seeds:
+            return [_with(best["config"], seed=s) for s in missing_seeds]
+        if not self.learned and not self.long_runs:
+            return [_with(best["config"], epochs=BUDGET_FACTOR * self.base_epochs)]
+        return []
+
+
+def _with(config: dict, *, lr: float | None = None, seed: int | None = None, epochs: float | None = None) -> dict:
+    out = {**config, "train": dict(config["train"])}
+    if lr is not None:
+        out["train"]["lr"] = lr
+    if epochs is not None:
+        out["train"]["epochs"] = float(epochs)
+    if seed is not None:
+        out["seed"] = seed
+    return out
+
+
+def higher(a: Cell, b: Cell, margin: float = MARGIN) -> bool:
+    """``a`` above ``b`` by more than the margin plus both seed spreads."""
+    return a.present and b.present and a.acc - b.acc > margin + _spread(a) + _spread(b)
+
+
+def not_higher(a: Cell, b: Cell, margin: float = MARGIN) -> bool:
+    """``a`` is not above ``b`` even by the margin (the opposite of ``higher`` with a gap between)."""
+    return a.present and b.present and a.acc - b.acc <= margin
+
+
+def _spread(c: Cell) -> float:
+    return 0.0 if math.isnan(c.spread) else c.spread
