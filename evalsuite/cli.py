@@ -458,13 +458,16 @@ def _table(df, floatfmt: str = "{:.3f}") -> str:
 @click.option("--setting", default=1, show_default=True, type=click.Choice(["1", "2"]),
               help="trained probe: 1 each key written once, 2 keys recur and the latest value counts")
 @click.option("--steps", default=4000, show_default=True, type=click.IntRange(min=1), help="trained probe: steps per S")
+@click.option("--variant", default="schlag", show_default=True, type=click.Choice(["schlag", "tied"]),
+              help="trained probe: schlag = Schlag et al. 6.1 (one-hot values, own query projection, held-out knee); "
+                   "tied = random unit values, query through the key projection")
 @click.option("--threshold", default=0.99, show_default=True, type=click.FloatRange(0, 1))
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0))
 @click.option("--csv", "csv_path", default=None, type=click.Path(dir_okay=False), help="also write the table as CSV")
 @click.option("--save", is_flag=True, help="record the rows in the store (the report's capacity section shows them)")
 @click.option("--store", "store_path", default=None, type=click.Path(dir_okay=False))
-def analyze_capacity(memory, feature_map, map_options, d_key, pairs, trained, setting, steps, threshold, seed, csv_path,
-                     save, store_path):
+def analyze_capacity(memory, feature_map, map_options, d_key, pairs, trained, setting, steps, variant, threshold, seed,
+                     csv_path, save, store_path):
     """Retrieval accuracy of one memory as the number of stored pairs grows; prints the knee."""
     from evalsuite import analysis
     from evalsuite.config import parse_value
@@ -475,7 +478,7 @@ def analyze_capacity(memory, feature_map, map_options, d_key, pairs, trained, se
         if not sep:
             raise BadInput(f"--option {item!r}: expected KEY=VALUE, e.g. --option nu=2")
         options[key.strip()] = parse_value(value.strip())
-    extra = dict(setting=int(setting), steps=steps, echo=click.echo) if trained else {}
+    extra = dict(setting=int(setting), steps=steps, variant=variant, echo=click.echo) if trained else {}
     try:
         df = analysis.capacity_probe(memory, feature_map=feature_map, d_key=d_key, pairs=_lengths(pairs, "pairs"),
                                      trained=trained, seed=seed, feature_map_options=options or None, **extra)

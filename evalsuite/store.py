@@ -56,7 +56,9 @@ CREATE TABLE IF NOT EXISTS probes (
     data    TEXT NOT NULL
 );
 """
-PROBE_KEY = ("memory", "d_key", "pairs", "setting", "trained", "seed")
+# a probe row is identified by every setting that can change it: a later probe with other settings
+# adds rows instead of overwriting the reproduction's
+PROBE_KEY = ("memory", "d_key", "pairs", "setting", "trained", "seed", "variant", "max_steps", "lr", "batch_size", "trials")
 
 
 def default_path() -> Path:
@@ -126,8 +128,8 @@ class Store:
             return ids[0], [r[0] for r in conn.execute("SELECT run_id FROM sweep_runs WHERE sweep_id = ?", (ids[0],))]
 
     def add_probes(self, df: pd.DataFrame) -> None:
-        """Capacity-probe rows (``evalsuite.analysis.capacity_probe``); a row with the same memory,
-        d_key, pairs, setting, trained flag and seed replaces the old one."""
+        """Capacity-probe rows (``evalsuite.analysis.capacity_probe``); a row with the same settings
+        (every field of ``PROBE_KEY``) replaces the old one."""
         records = json.loads(df.to_json(orient="records"))
         with self.connect() as conn:
             conn.executemany("INSERT OR REPLACE INTO probes (key, created, data) VALUES (?, ?, ?)",

@@ -8,7 +8,7 @@ learn recall quickly).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, Callable, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
@@ -39,11 +39,15 @@ class AttentionView:
 
     weights ``[B, H, T, T]`` (row t: how much each position j <= t contributes to output t),
     keys ``[B, H, T, m]`` (the vectors written to the memory: feature-mapped keys for linear
-    attention), values ``[B, H, T, dv]``."""
+    attention), values ``[B, H, T, dv]``. ``raw_keys [B, H, T, d]`` are the projections before
+    the map and ``key_map`` the map itself (``None``: the keys are raw, the map the identity), so
+    that interference can be measured in both spaces and against random keys sent through it."""
 
     weights: torch.Tensor
     keys: torch.Tensor
     values: torch.Tensor
+    raw_keys: torch.Tensor | None = None
+    key_map: Callable[[torch.Tensor], torch.Tensor] | None = None
 
 
 class Mixer(nn.Module):

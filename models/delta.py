@@ -23,6 +23,11 @@ class DeltaOptions(MixerOptions):
     gated: bool = Field(False, description="gated delta rule: S_t = alpha_t (I - beta k k^T) S_{t-1} + beta k v^T")
 
 
+def key_map(x):
+    """SiLU, then unit length: what the delta rule writes for a projected key (queries alike)."""
+    return F.normalize(F.silu(x), dim=-1, eps=1e-6)
+
+
 @MODELS.register("delta")
 class DeltaRule(Mixer):
     """Delta rule (Schlag et al. 2021; DeltaNet): edits its fixed d_k x d_v state per head."""
@@ -40,7 +45,7 @@ class DeltaRule(Mixer):
         """q, k (SiLU then unit length: unnormalised keys make the triangular inverse explode),
         v, beta and the log-gate, heads split off ``x [..., d_model]``."""
         q, k, v = (t.unflatten(-1, (self.n_heads, self.head_dim)) for t in self.qkv(x).chunk(3, dim=-1))
-        q, k = (F.normalize(F.silu(t), dim=-1, eps=1e-6) for t in (q, k))
+        q, k = key_map(q), key_map(k)
         beta = torch.sigmoid(self.beta(x))
         log_alpha = F.logsigmoid(self.gate(x) + GATE_OFFSET) if self.gate is not None else None
         return q, k, v, beta, log_alpha
@@ -59,7 +64,8 @@ class DeltaRule(Mixer):
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
         weights = ops.delta_rule_attention(q, k, beta.transpose(1, 2),
                                            None if log_alpha is None else log_alpha.transpose(1, 2))
-        return AttentionView(weights, k, v)
+        raw = self.qkv(x).chunk(3, dim=-1)[1].unflatten(-1, (self.n_heads, self.head_dim)).transpose(1, 2)
+        return AttentionView(weights, k, v, raw_keys=raw, key_map=key_map)
 
     def state_size(self, seq_len: int) -> int:
         return self.n_heads * self.head_dim * self.head_dim  # S is d_k x d_v per head

@@ -52,7 +52,7 @@ class LinearAttention(Mixer):
         q, k, v = (self.split_heads(t).float() for t in self._qkv(x))
         phi_q, phi_k = ops.apply_feature_map(self.feature_map, q, k, stabilize=self.options.normalize != "none")
         weights = ops.linear_attention_matrix(phi_q, phi_k, self.options.normalize, self.options.eps)
-        return AttentionView(weights, phi_k, v)
+        return AttentionView(weights, phi_k, v, raw_keys=k, key_map=self.feature_map.forward_key)
 
     def state_size(self, seq_len: int) -> int:
         m = self.feature_map.out_dim

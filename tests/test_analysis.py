@@ -81,6 +81,31 @@ def test_summary_covers_every_layer_and_head(name, opts):
     for row in out["sharpness"]:
         assert 0 <= row["answer_mass"] <= 1 and 0 <= row["norm_entropy"] <= 1 + 1e-6
     assert {r["layer"] for r in out["interference"]} == {0, 1}
+    for row in out["interference"]:  # both spaces, each beside random keys sent through the same map
+        assert {"raw_coherence_mean", "random_coherence_mean", "random_raw_coherence_mean", "random_effective_rank"} <= set(row)
+
+
+def test_random_keys_through_elu1_are_coherent_but_raw_random_keys_are_not():
+    """The map's geometry alone: 8 random Gaussian keys of size 64 have mean |cosine| ~0.1 raw and
+    far more after elu+1 (all-positive features), which is why coherence is compared with random."""
+    from evalsuite.analysis.interference import random_coherence
+    from evalsuite.models import feature_maps
+
+    elu = random_coherence(8, 64, feature_maps.get("elu1", 64).forward_key)
+    assert elu["random_raw_coherence_mean"] < 0.15
+    assert elu["random_coherence_mean"] > 0.5
+    # brute force: the same statistic by a plain loop over pairs, float64
+    gen = torch.Generator().manual_seed(0)
+    keys = torch.randn(16, 8, 64, generator=gen)
+    phi = torch.nn.functional.elu(keys.double()) + 1
+    cos = []
+    for d in range(16):
+        for i in range(8):
+            for j in range(8):
+                if i != j:
+                    a, b = phi[d, i], phi[d, j]
+                    cos.append(float(abs(a @ b) / (a.norm() * b.norm())))
+    assert elu["random_coherence_mean"] == pytest.approx(sum(cos) / len(cos), rel=1e-5)
 
 
 def test_state_size_in_bytes():
@@ -98,6 +123,31 @@ def test_trained_probe_small_memory_saturates_and_softmax_does_not():
     assert lin.accuracy.iloc[0] >= 0.99 and lin.accuracy.iloc[1] < 0.9
     assert (soft.accuracy >= 0.99).all()
     assert analysis.knee(lin) == 2 and analysis.knee(soft) == 16
+
+
+def test_schlag_probe_follows_the_paper_and_the_tied_variant_remains():
+    from evalsuite.analysis.capacity import SchlagProbe, _schlag_batch
+
+    probe = SchlagProbe("linear", 16, S=8)
+    assert probe.query_proj is not probe.key_proj                      # its own query projection
+    assert probe.key_proj.in_features == 8 + int(2 * 8 * 1.1)           # [value one-hot; key embedding]
+    gen = torch.Generator().manual_seed(0)
+    keys, values, queries, answer, present = _schlag_batch(5, 8, 1, gen, "cpu", all_queries=True)
+    assert (keys.sort(1).values == torch.arange(8)).all() and present.all()   # setting 1: every key once
+    # the answer is the value written next to the queried key (brute force)
+    for b in range(5):
+        for r in range(8):
+            j = int((keys[b] == queries[b, r]).nonzero()[-1])
+            assert int(values[b, j]) - 8 == int(answer[b, r])
+    keys2, values2, queries2, answer2, _ = _schlag_batch(50, 4, 2, gen, "cpu")
+    assert keys2.shape[1] == 8  # setting 2: 2S writes with replacement, the latest value counts
+    for b in range(50):
+        j = int((keys2[b] == queries2[b, 0]).nonzero()[-1])
+        assert int(values2[b, j]) - 4 == int(answer2[b, 0])
+    df = analysis.capacity_probe("linear", d_key=8, pairs=[2], trained=True, steps=200)
+    assert df.variant.iloc[0] == "schlag" and df.max_steps.iloc[0] == 200
+    tied = analysis.capacity_probe("linear", d_key=8, pairs=[2], trained=True, steps=200, variant="tied")
+    assert tied.variant.iloc[0] == "tied"
 
 
 def test_trained_probe_setting2_latest_value_wins_for_delta():
@@ -130,3 +180,16 @@ def test_run_records_analysis_and_weights_and_cli_analyzes_them(store_path):
     assert cap.exit_code == 0 and "knee" in cap.output and "dpfp(nu=2)" in cap.output
     bad = runner.invoke(main, ["analyze", "capacity", "--feature-map", "dpfp", "--option", "nu=0"])
     assert bad.exit_code == 2 and "nu must be" in bad.output
+
+
+def test_probe_rows_are_keyed_by_every_setting(store_path):
+    from evalsuite.store import Store
+
+    store = Store(store_path)
+    short = analysis.capacity_probe("linear", d_key=8, pairs=[2], trained=True, steps=100)
+    longer = analysis.capacity_probe("linear", d_key=8, pairs=[2], trained=True, steps=200)
+    store.add_probes(short)
+    store.add_probes(longer)  # another budget: added beside, not over, the first
+    assert sorted(store.probes().max_steps) == [100, 200]
+    store.add_probes(longer)  # the same settings again replace their own row
+    assert len(store.probes()) == 2

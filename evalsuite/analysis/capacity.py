@@ -4,12 +4,21 @@ Two probes of one memory layer, S pairs written then read back:
 
 * analytic (``trained=False``): random unit keys and values, no learning. Shows the geometry
   alone: m linearly independent feature vectors fit in an m-dimensional linear memory.
-* trained (``trained=True``, Schlag et al. 2021, section 6.1): S key symbols with learned key and
-  query projections, fresh random values every sequence, one read; trained per S until it
-  retrieves everything or stalls. Setting 1 writes each key once; setting 2 writes more pairs
-  than keys, so keys recur and the latest value is the answer (the reason the delta rule exists).
+* trained (``trained=True``), by default as Schlag et al. 2021, section 6.1 and their released
+  code do it (``variant="schlag"``): S key symbols and S value symbols; a sequence writes the S
+  keys once each (setting 1) with a random permutation of the values, or 2S pairs drawn with
+  replacement (setting 2, the latest value of a key is the answer); values are one-hot over S
+  (fixed, not learned); keys are W_k [value one-hot; learned key embedding of size 1.1 x 2S], the
+  query W_q [key embedding] through its own projection; loss 0.5 ||one-hot - read||^2; Adam at
+  1e-3, batch 32; evaluated every 100 steps on held-out sequences (every key of a sequence
+  queried), stopped when the held-out loss reaches 0.001, after 10 evaluations without a better
+  loss, or at ``steps``. Accuracy: the read's argmax is the right value. Deviation: ``steps``
+  (default 4,000) caps the paper's 100,000 at CPU scale.
+  ``variant="tied"`` keeps the earlier probe: random unit values, MSE, the query through the key
+  projection.
 
-``knee(df)`` is the largest S still retrieved at >= 99%; ``half_point(df)`` interpolates 50%.
+``knee(df)`` is the largest S still retrieved at >= 99% on held-out sequences; ``half_point(df)``
+interpolates 50%.
 """
 from __future__ import annotations
 
@@ -106,7 +115,7 @@ def analytic_probe(memory: str, d_key: int, pairs, *, feature_map=None, feature_
             read = mem(keys, values, keys)
             acc, loss = _retrieval(read, values, values)
             rows.append(_row(memory, feature_map, feature_map_options, d_key, S, acc, loss, False, 1,
-                             mem.state_floats(S, d_key, d_value)))
+                             mem.state_floats(S, d_key, d_value), variant="analytic", trials=trials))
     return pd.DataFrame(rows)
 
 
@@ -117,6 +126,112 @@ def _row(memory, feature_map, options, d_key, S, acc, loss, trained, setting, st
     return {"memory": name, "kind": memory, "feature_map": feature_map if memory == "linear" else None,
             "d_key": d_key, "pairs": S, "accuracy": acc, "loss": loss, "trained": trained, "setting": setting,
             "state_floats": state, **extra}
+
+
+class SchlagProbe(nn.Module):
+    """Schlag et al. 2021, 6.1: K = W_k [v one-hot; e_k], Q = W_q e_q, V = v one-hot, one memory."""
+
+    def __init__(self, memory: str, d_key: int, S: int, feature_map=None, feature_map_options=None):
+        super().__init__()
+        self.memory, self.S = memory, S
+        self.embed = nn.Embedding(2 * S, int(2 * S * 1.1))           # keys and values share the table, as there
+        nn.init.normal_(self.embed.weight, std=1.0)
+        e = self.embed.embedding_dim
+        self.key_proj = nn.Linear(e + S, d_key)
+        self.query_proj = nn.Linear(e, d_key)
+        bound = 1 / math.sqrt(d_key)
+        for lin in (self.key_proj, self.query_proj):
+            nn.init.uniform_(lin.weight, -bound, bound)
+        self.beta = nn.Linear(e + S, 1) if memory == "delta" else None
+        self.mem = Memory(memory, d_key, feature_map, feature_map_options)
+
+    def forward(self, key_ids, value_ids, query_ids):
+        v = F.one_hot(value_ids, self.S).float()                      # [N, L, S]
+        x = torch.cat([v, self.embed(key_ids)], -1)
+        k, q = self.key_proj(x), self.query_proj(self.embed(query_ids))
+        beta = None
+        if self.memory == "delta":  # unit keys keep the triangular solve bounded
+            k, q = F.normalize(k, dim=-1), F.normalize(q, dim=-1)
+            beta = torch.sigmoid(self.beta(x)).squeeze(-1)
+        scale = 1 / math.sqrt(k.shape[-1]) if self.memory == "softmax" else None
+        return self.mem(k, v, q, beta=beta, scale=scale)
+
+
+def _schlag_batch(n, S, setting, gen, device, all_queries=False):
+    """``(key_ids, value_ids, query_ids, answer_ids)``: setting 1 writes the S keys once each with a
+    permutation of the S values; setting 2 writes 2S pairs drawn with replacement. One query per
+    sequence (``all_queries``: every distinct key of the sequence, for evaluation)."""
+    if setting == 1:
+        key_ids = torch.argsort(torch.rand(n, S, generator=gen), dim=1)
+        value_ids = torch.argsort(torch.rand(n, S, generator=gen), dim=1)
+    else:
+        key_ids = torch.randint(0, S, (n, 2 * S), generator=gen)
+        value_ids = torch.randint(0, S, (n, 2 * S), generator=gen)
+    L = key_ids.shape[1]
+    if all_queries:
+        query_ids = torch.arange(S).expand(n, S)
+        present = (key_ids[:, :, None] == query_ids[:, None, :]).any(1)        # [n, S]
+    else:
+        query_ids = key_ids.gather(1, torch.randint(0, L, (n, 1), generator=gen))
+        present = torch.ones_like(query_ids, dtype=torch.bool)
+    positions = torch.arange(L)[None, :, None]
+    latest = torch.where(key_ids[:, :, None] == query_ids[:, None, :], positions, -1).amax(1)   # [n, R]
+    answer = value_ids.gather(1, latest.clamp_min(0))
+    return (key_ids.to(device), value_ids.to(device) + S, query_ids.to(device), answer.to(device), present.to(device))
+
+
+def schlag_probe(memory: str, d_key: int, pairs, *, feature_map=None, feature_map_options=None, setting: int = 1,
+                 steps: int = 4000, batch_size: int = 32, lr: float = 1e-3, test_sequences: int = 20, seed: int = 0,
+                 device: str = "cpu", echo=None) -> pd.DataFrame:
+    """The trained probe as in Schlag et al. 2021, 6.1 (module docstring); one row per S."""
+    pairs = _check(memory, d_key, pairs)
+    if setting not in (1, 2):
+        raise ValueError(f"setting must be 1 (each key written once) or 2 (keys recur), got {setting!r}")
+    dev = torch.device(device)
+    rows = []
+    for S in pairs:
+        start = time.perf_counter()
+        torch.manual_seed(seed)
+        gen = torch.Generator().manual_seed(seed)
+        probe = SchlagProbe(memory, d_key, S, feature_map, feature_map_options).to(dev)
+        opt = torch.optim.Adam(probe.parameters(), lr=lr)
+        held_out = _schlag_batch(test_sequences, S, setting, torch.Generator().manual_seed(10_000 + seed), dev,
+                                 all_queries=True)
+        best, strikes, step = (math.inf, 0.0), 0, 0
+        for step in range(1, steps + 1):
+            key_ids, value_ids, query_ids, answer, _ = _schlag_batch(batch_size, S, setting, gen, dev)
+            read = probe(key_ids, value_ids - S, query_ids)
+            loss = 0.5 * (F.one_hot(answer, S).float() - read).square().sum(-1).mean()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            if step % 100 == 0 or step == steps:
+                val_loss, val_acc = _evaluate_schlag(probe, held_out, S)
+                if val_loss < best[0]:
+                    best, strikes = (val_loss, val_acc), 0
+                else:
+                    strikes += 1
+                if val_loss <= 0.001 or strikes > 10:
+                    break
+        loss_value, acc = best
+        rows.append(_row(memory, feature_map, feature_map_options, d_key, S, acc, loss_value, True, setting,
+                         probe.mem.state_floats(S, d_key, S), variant="schlag", steps=step, max_steps=steps, lr=lr,
+                         batch_size=batch_size, seconds=time.perf_counter() - start))
+        if echo:
+            echo(f"  {rows[-1]['memory']:>20}  S={S:>4}  held-out accuracy {acc:.3f}  loss {loss_value:.4f}  "
+                 f"({step} steps, {rows[-1]['seconds']:.1f} s)")
+    return pd.DataFrame(rows)
+
+
+@torch.no_grad()
+def _evaluate_schlag(probe, batch, S):
+    """Held-out loss (as in training) and accuracy (argmax of the read is the right value) over every
+    key present in each held-out sequence."""
+    key_ids, value_ids, query_ids, answer, present = batch
+    read = probe(key_ids, value_ids - S, query_ids)                           # [n, S queries, S values]
+    err = 0.5 * (F.one_hot(answer, S).float() - read).square().sum(-1)
+    hit = read.argmax(-1) == answer
+    return float(err[present].mean()), float(hit[present].float().mean())
 
 
 class TrainedProbe(nn.Module):
@@ -164,11 +279,26 @@ def _probe_batch(n, S, n_keys, d_value, setting, gen, device):
     return key_ids.to(device), values.to(device), query_ids.to(device), answer.to(device)
 
 
-def trained_probe(memory: str, d_key: int, pairs, *, feature_map=None, feature_map_options=None,
-                  d_value: int | None = None, setting: int = 1, steps: int = 4000, batch_size: int = 128,
-                  lr: float = 1e-2, target: float = 0.999, tie_query: bool = True, seed: int = 0,
-                  device: str = "cpu", echo=None) -> pd.DataFrame:
-    """Train the probe per S (fresh model each) until it retrieves >= ``target`` or ``steps`` run out."""
+VARIANTS = ("schlag", "tied")
+
+
+def trained_probe(memory: str, d_key: int, pairs, *, variant: str = "schlag", feature_map=None, feature_map_options=None,
+                  setting: int = 1, steps: int = 4000, seed: int = 0, device: str = "cpu", echo=None,
+                  **options) -> pd.DataFrame:
+    """A fresh probe per S: ``variant="schlag"`` (default, the paper's protocol) or ``"tied"``."""
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
+    probe = schlag_probe if variant == "schlag" else tied_probe
+    return probe(memory, d_key, pairs, feature_map=feature_map, feature_map_options=feature_map_options, setting=setting,
+                 steps=steps, seed=seed, device=device, echo=echo, **options)
+
+
+def tied_probe(memory: str, d_key: int, pairs, *, feature_map=None, feature_map_options=None,
+               d_value: int | None = None, setting: int = 1, steps: int = 4000, batch_size: int = 128,
+               lr: float = 1e-2, target: float = 0.999, tie_query: bool = True, seed: int = 0,
+               device: str = "cpu", echo=None) -> pd.DataFrame:
+    """The earlier probe: random unit values, MSE, the query through the key projection; trained
+    per S until it retrieves >= ``target`` or ``steps`` run out."""
     pairs = _check(memory, d_key, pairs)
     if setting not in (1, 2):
         raise ValueError(f"setting must be 1 (each key written once) or 2 (keys recur), got {setting!r}")
@@ -199,8 +329,8 @@ def trained_probe(memory: str, d_key: int, pairs, *, feature_map=None, feature_m
                     break
         acc, loss_value = best[0], -best[1]
         rows.append(_row(memory, feature_map, feature_map_options, d_key, S, acc, loss_value, True, setting,
-                         probe.mem.state_floats(S, d_key, d_value), steps=step,
-                         seconds=time.perf_counter() - start))
+                         probe.mem.state_floats(S, d_key, d_value), variant="tied", steps=step, max_steps=steps,
+                         lr=lr, batch_size=batch_size, seconds=time.perf_counter() - start))
         if echo:
             echo(f"  {rows[-1]['memory']:>20}  S={S:>4}  accuracy {acc:.3f}  loss {loss_value:.4f}  "
                  f"({step} steps, {rows[-1]['seconds']:.1f} s)")

@@ -4,7 +4,10 @@ into a read.
 For a layer and head: the Gram matrix of the memory's keys (feature-mapped for linear attention)
 at the positions where the answers are read (the answer's position, or the one after it that
 the short convolution carries it to and the head weights most); its mean and largest off-diagonal cosine
-(coherence) and its effective rank. At each graded position the cross-talk ratio
+(coherence) and its effective rank. Both are measured twice, on the raw key projections and on
+the keys the memory stores (after the feature map), and each beside the value that as many random
+Gaussian keys give in that space (``random_*``): elu+1's all-positive features make even random
+keys coherent (mean cosine ~0.6-0.9 against ~0.1 raw), so only the excess over random is learned. At each graded position the cross-talk ratio
 |sum_{j not in A} w_j v_j| / |sum_{j in A} w_j v_j|, with A the positions that can carry the
 answer: the read noise from every other position against the signal from the right ones."""
 from __future__ import annotations
@@ -40,6 +43,23 @@ def coherence(keys: torch.Tensor) -> dict[str, float]:
     return {"coherence_mean": float(off.mean()), "coherence_max": float(off.max()), "effective_rank": rank}
 
 
+RANDOM_DRAWS = 16
+
+
+@torch.no_grad()
+def random_coherence(n: int, dim: int, key_map=None, draws: int = RANDOM_DRAWS, seed: int = 0) -> dict[str, float]:
+    """Mean coherence and effective rank of ``n`` random N(0, 1) keys of size ``dim``, raw and
+    through ``key_map`` (what the map's geometry alone gives), averaged over ``draws``."""
+    gen = torch.Generator().manual_seed(seed)
+    keys = torch.randn(draws, n, dim, generator=gen)
+    mapped = key_map(keys) if key_map is not None else keys
+    raw = [coherence(k) for k in keys]
+    out = [coherence(k.float()) for k in mapped]
+    mean = lambda rows, key: sum(r[key] for r in rows) / len(rows)  # noqa: E731
+    return {"random_raw_coherence_mean": mean(raw, "coherence_mean"), "random_raw_effective_rank": mean(raw, "effective_rank"),
+            "random_coherence_mean": mean(out, "coherence_mean"), "random_effective_rank": mean(out, "effective_rank")}
+
+
 def crosstalk(weights: torch.Tensor, values: torch.Tensor, answer) -> float:
     """|sum_{j not in answer} w_j v_j| / |sum_{j in answer} w_j v_j| for one row ``weights [n]``,
     ``values [n, d]``; ``answer`` is an index or a boolean mask over the n positions."""
@@ -59,6 +79,7 @@ def key_interference(model, inputs: torch.Tensor, targets: torch.Tensor, answers
     model.eval()
     reach = answer_reach(model)
     query_rows, example_rows = [], []
+    baselines: dict[tuple[int, int], dict] = {}  # (layer, number of keys) -> random-key coherence
     for lo in range(0, inputs.shape[0], batch_size):
         x, y = inputs[lo:lo + batch_size], targets[lo:lo + batch_size]
         a = None if answers is None else answers[lo:lo + batch_size]
@@ -88,16 +109,27 @@ def key_interference(model, inputs: torch.Tensor, targets: torch.Tensor, answers
             # keys where each head reads the answers: the offset in the window it weights most
             offsets = torch.stack([rows.gather(-1, (ans + o).clamp(max=T - 1)[:, None, None].expand(-1, H, 1)).squeeze(-1)
                                    for o in range(reach)], -1).abs().mean(0).argmax(-1)  # [H]
+            raw_keys = view.keys if view.raw_keys is None else view.raw_keys
             for b in ex.unique().tolist():
                 mine = ex == b
                 wrong = int((~correct[b, pos[mine]]).sum())
                 for h in range(H):
                     written = (ans[mine] + offsets[h]).clamp(max=T - 1).unique()
+                    raw = coherence(raw_keys[b, h, written].float())
+                    n = len(written)
+                    if (layer, n) not in baselines:
+                        baselines[layer, n] = random_coherence(n, raw_keys.shape[-1], view.key_map)
                     example_rows.append({"layer": layer, "head": h, "mixer": mixer_name(block), "example": lo + b,
-                                         "n_keys": len(written), "wrong": wrong, "read_offset": int(offsets[h]),
-                                         **coherence(view.keys[b, h, written].float())})
+                                         "n_keys": n, "wrong": wrong, "read_offset": int(offsets[h]),
+                                         **coherence(view.keys[b, h, written].float()),
+                                         "raw_coherence_mean": raw["coherence_mean"], "raw_effective_rank": raw["effective_rank"],
+                                         **baselines[layer, n]})
     return (pd.concat(query_rows, ignore_index=True) if query_rows else pd.DataFrame(),
             pd.DataFrame(example_rows))
+
+
+RANDOM_COLUMNS = ("raw_coherence_mean", "raw_effective_rank", "random_coherence_mean", "random_effective_rank",
+                  "random_raw_coherence_mean", "random_raw_effective_rank")
 
 
 def summarize(queries: pd.DataFrame, examples: pd.DataFrame) -> list[dict]:
@@ -113,6 +145,7 @@ def summarize(queries: pd.DataFrame, examples: pd.DataFrame) -> list[dict]:
                     "read_offset": int(e["read_offset"].iloc[0]) if len(e) else 0,
                     "coherence_mean": float(e.coherence_mean.mean()), "coherence_max": float(e.coherence_max.mean()),
                     "effective_rank": float(e.effective_rank.mean()), "n_keys": float(e.n_keys.mean()),
+                    **{k: float(e[k].mean()) for k in RANDOM_COLUMNS if k in e},
                     "crosstalk_median": float(q.crosstalk.median()),
                     "crosstalk_correct": float(q[q.correct].crosstalk.median()) if q.correct.any() else math.nan,
                     "crosstalk_wrong": float(wrong.crosstalk.median()) if len(wrong) else math.nan})
