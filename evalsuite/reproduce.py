@@ -101,7 +101,7 @@ def _judge(name: str, finding: str, figures: list[str], checks: dict[str, bool |
                        "contradicted: " + ", ".join(k for k, v in checks.items() if v is False))
     return Verdict(name, finding, INCONCLUSIVE, figures,
                    "undecided: " + ", ".join(k for k, v in checks.items() if v is None)
-                   + (f" (to settle: {todo})" if todo else ""))
+                   + (f" (to settle: {todo}; `evalsuite reproduce {name}` runs what is missing)" if todo else ""))
 
 
 def _lrs(scale_lrs):
@@ -420,22 +420,21 @@ PARAMS = {
 }
 
 
-def _mqar_points(model: str, rows: list[tuple[int, int, int]], lrs, **extra) -> list[dict]:
-    """Explicit sweep points: (d_model, seq_len, pairs) x rates for one model."""
-    return [{"model": model, "model.d_model": w, "task.seq_len": T, "task.num_kv_pairs": D, "train.lr": lr, **extra}
-            for w, T, D in rows for lr in lrs]
+def _rows(*rows) -> dict:
+    """A joint grid axis over (model, d_model, T, D) rows, crossed with the CPU learning rates."""
+    return {"model,model.d_model,task.seq_len,task.num_kv_pairs": [list(r) for r in rows], "train.lr": CPU_LRS}
 
 
 EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
     Experiment("softmax-mqar", FINDINGS["softmax-mqar"], "Zoology (Arora et al. 2023), Figure 2", {
-        "cpu": {"base": CPU_BASE, "set": CPU_SET, "points": _mqar_points("softmax", [(64, 64, 4), (64, 128, 8)], CPU_LRS)},
+        "cpu": {"base": CPU_BASE, "set": CPU_SET, "grid": _rows(("softmax", 64, 64, 4), ("softmax", 64, 128, 8))},
         "paper": {"base": PAPER_BASE, "grid": {"task.seq_len,task.num_kv_pairs": [[64, 4], [128, 8]], **_lrs(PAPER_LRS)},
                   "set": {"model.d_model": 64}},
     }, verdict_softmax, {"cpu": 4, "paper": 60}, cells=lambda runs, p: cells_softmax(runs, p)),
     Experiment("linear-width", FINDINGS["linear-width"], "Zoology Figure 2; Based recall/state trade-off", {
         "cpu": {"base": {**CPU_BASE, "model": "linear"}, "set": CPU_SET,
-                "points": _mqar_points("linear", [(32, 64, 16), (64, 64, 16), (128, 64, 16), (64, 64, 4)], CPU_LRS)
-                + _mqar_points("softmax", [(64, 64, 16), (64, 64, 4)], CPU_LRS)},
+                "grid": _rows(("linear", 32, 64, 16), ("linear", 64, 64, 16), ("linear", 128, 64, 16), ("linear", 64, 64, 4),
+                              ("softmax", 64, 64, 16), ("softmax", 64, 64, 4))},
         "paper": {"base": {**PAPER_BASE, "model": "linear"},
                   "grid": {"model.d_model": [64, 128, 256, 512], "task.seq_len,task.num_kv_pairs": [[256, 4], [256, 16]],
                            **_lrs(PAPER_LRS)},
@@ -454,9 +453,8 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                                  dict(memory="softmax", d_key=64, pairs=[20, 40, 60, 80, 100, 150, 200, 300, 400, 500, 600])]}),
     Experiment("delta-vs-linear", FINDINGS["delta-vs-linear"], "DeltaNet (Yang et al. 2024), MQAR; MAD in-context recall", {
         "cpu": {"base": {**CPU_BASE, "model": "delta"}, "set": CPU_SET,
-                "points": _mqar_points("delta", [(32, 64, 16), (64, 64, 16)], CPU_LRS)
-                + _mqar_points("linear", [(32, 64, 16), (64, 64, 16)], CPU_LRS)
-                + _mqar_points("softmax", [(64, 64, 16)], CPU_LRS)},
+                "grid": _rows(("delta", 32, 64, 16), ("delta", 64, 64, 16), ("linear", 32, 64, 16), ("linear", 64, 64, 16),
+                              ("softmax", 64, 64, 16))},
         "paper": {"base": {**PAPER_BASE, "model": "delta"},
                   "grid": {"model": ["delta", "linear"], "model.d_model": [64, 128, 256], **_lrs(PAPER_LRS)},
                   "set": {"task.seq_len": 512, "task.num_kv_pairs": 64},
@@ -464,10 +462,9 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
     }, verdict_delta, {"cpu": 15, "paper": 120}, cells=lambda runs, p: [*(c for pr in cells_delta(runs, p)[0].values() for c in pr),
                                                                        cells_delta(runs, p)[1]]),
     Experiment("hybrid-recovery", FINDINGS["hybrid-recovery"], "Zoology; DeltaNet hybrids; 3:1 production hybrids", {
-        "cpu": {"base": {**CPU_BASE, "model": "hybrid"}, "set": CPU_SET,
-                "points": _mqar_points("hybrid", [(64, 64, 16)], CPU_LRS, **{"model.pattern": "SL"})
-                + _mqar_points("hybrid", [(64, 64, 16)], CPU_LRS, **{"model.pattern": "LS"})
-                + _mqar_points("linear", [(64, 64, 16)], CPU_LRS) + _mqar_points("softmax", [(64, 64, 16)], CPU_LRS)},
+        "cpu": {"base": {**CPU_BASE, "model": "hybrid"}, "set": {**CPU_SET, "task.num_kv_pairs": 16},
+                "grid": {"model.pattern": ["SL", "LS"], "train.lr": CPU_LRS},
+                "points": [{"model": m, "train.lr": lr} for m in ("softmax", "linear") for lr in CPU_LRS]},
         "paper": {"base": {**PAPER_BASE, "model": "hybrid"},
                   "grid": {"model.pattern": ["LS", "SL", "LLLS"], **_lrs(PAPER_LRS)},
                   "set": {"model.n_layers": 4, "task.seq_len": 256, "task.num_kv_pairs": 16},
@@ -490,7 +487,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
         Cell.of(runs, "softmax", task__name="copy", model__name="softmax"),
         Cell.of(runs, "elu+1", task__name="copy", model__name="linear", model__feature_map="elu1")]),
     Experiment("sharpness", FINDINGS["sharpness"], "the seed documents' geometric reading", {
-        "cpu": {"base": CPU_BASE, "set": CPU_SET, "points": _mqar_points("softmax", [(64, 64, 4)], CPU_LRS) + _mqar_points("linear", [(64, 64, 4)], CPU_LRS)},
+        "cpu": {"base": CPU_BASE, "set": {**CPU_SET, "task.num_kv_pairs": 4}, "grid": {"model": ["softmax", "linear"], "train.lr": CPU_LRS}},
         "paper": {"base": PAPER_BASE, "grid": {"model": ["softmax", "linear"], **_lrs(PAPER_LRS)},
                   "set": {"model.d_model": 64, "task.seq_len": 256, "task.num_kv_pairs": 16}},
     }, verdict_sharpness, {"cpu": 3, "paper": 30}, cells=lambda runs, p: [

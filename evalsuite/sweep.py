@@ -104,8 +104,6 @@ def expand(spec: SweepSpec) -> list[Point]:
     Raises ``SweepError`` listing every invalid point with its axis values; duplicates collapse."""
     axes = list(spec.grid)
     combos = [dict(zip(axes, values)) for values in itertools.product(*(spec.grid[a] for a in axes))]
-    if not axes and spec.points:
-        combos = []  # explicit points and no grid: only the points run, not the base alone
     raw = [_split_joint(c) for c in combos]
     raw += [_split_joint(dict(p)) for p in spec.points]
     points, errors, seen = [], [], set()
@@ -245,10 +243,14 @@ class Progress:
         self.failed += result["status"] != "done"
         elapsed = time.perf_counter() - self.start
         eta = elapsed / self.done * (self.total - self.done)
-        acc = (result.get("metrics") or {}).get("accuracy")
+        metrics = result.get("metrics") or {}
+        acc, floor = metrics.get("accuracy"), metrics.get("context_chance")
         what = f"{result['config']['model']['name']} on {result['config']['task']['name']}"
         error = (result.get("error") or "").strip()
-        detail = f"accuracy {acc:.4f}" if acc is not None else (error.splitlines()[0][:80] if error else "")
+        detail = error.splitlines()[0][:80] if error else ""
+        if acc is not None:
+            detail = f"accuracy {acc:.4f}" + (f" (chance {floor:.3f})" if floor is not None else "") \
+                + (" undertrained" if metrics.get("undertrained") else "")
         self.echo(f"[{self.done}/{self.total}] {result['status']:<8} {what} ({result['run_id']}) {detail}"
                   f"  | {self.failed} failed, {elapsed:.0f} s elapsed, ETA {eta:.0f} s")
 
