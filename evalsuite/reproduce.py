@@ -294,8 +294,7 @@ def verdict_hybrid(runs, probes, p) -> Verdict:
     top = max(hybrids, key=lambda h: h.acc)
     fails = True if lin.settled else None
     recovers = (True if rec[top.label] >= RECOVERED and top.learned
-                else False if all(h.settled_below(lin.acc + RECOVERED * gap) or (h.learned and rec[h.label] < RECOVERED)
-                                  for h in hybrids) else None)
+                else False if all(h.settled_below(lin.acc + RECOVERED * gap) for h in hybrids) else None)
     return _judge(name, finding, figures, {"pure elu+1 fails (settled)": fails,
                                            f"a hybrid recovers >= {RECOVERED:.0%} of the gap": recovers}, _unsettled(cells))
 
@@ -337,7 +336,7 @@ def verdict_copy(runs, probes, p) -> Verdict:
         return Verdict(name, finding, INCONCLUSIVE, figures, f"positive control failed: softmax's test loss "
                                                              f"{_fmt(soft.loss)} is not below {LOW_LOSS}")
     low = (True if lin.loss < LOW_LOSS and len(lin.seeds) >= 2 and len(soft.seeds) >= 2
-           else False if lin.loss >= LOW_LOSS and _fair(lin) else None)
+           else False if lin.loss >= LOW_LOSS and not lin.missing_for_settled() else None)
     return _judge(name, finding, figures, {f"both test losses below {LOW_LOSS}": low}, _unsettled([lin]) or "a second seed")
 
 

@@ -193,6 +193,8 @@ def test_escalation_order_edge_then_seed_then_4x():
     assert nxt["train"]["epochs"] == 12.0 and nxt["train"]["lr"] == BEST
     settled = Cell.of(cell("linear", 0.07), "x", model__name="linear")
     assert settled.settled and not settled.next_configs()
+    short = Cell.of(cell("linear", 0.9, long=False), "x", model__name="linear")  # learned, but below 0.95
+    assert short.learned and short.next_configs()[0]["train"]["epochs"] == 12.0  # a shortfall is settled too
     overturned = Cell.of(cell("linear", 0.07, gain=0.5), "x", model__name="linear")
     assert not overturned.settled and "4x rerun gained" in "; ".join(overturned.missing_for_settled())
 
