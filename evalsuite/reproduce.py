@@ -12,7 +12,7 @@ from typing import Callable
 
 import pandas as pd
 
-from evalsuite.reproduce_rules import MARGIN, Cell, higher, matches, not_higher
+from evalsuite.reproduce_rules import CEILING, MARGIN, Cell, higher, not_higher
 from evalsuite.sweep import SweepSpec
 
 SCALES = ("cpu", "paper")
@@ -119,18 +119,17 @@ PAPER_BASE = {"task": "recall", "model": "softmax", "preset": "zoology"}
 
 def mqar(runs, label, model, *, d_model, pairs, seq_len=None, **more) -> Cell:
     """The MQAR cell of ``model`` (``linear`` is elu+1 unless ``feature_map`` is given)."""
-    where = {"task.name": "recall", "model.name": model, "model.d_model": d_model, "task.num_kv_pairs": pairs}
+    where = {"task__name": "recall", "model__name": model, "model__d_model": d_model, "task__num_kv_pairs": pairs, **more}
     if seq_len is not None:
-        where["task.seq_len"] = seq_len
+        where["task__seq_len"] = seq_len
     if model == "linear":
-        where["model.feature_map"] = more.pop("feature_map", "elu1")
-    where.update({k.replace("__", "."): v for k, v in more.items()})
-    return Cell(label, where, [r for r in runs if r["status"] == "done" and matches(r, where)])
+        where.setdefault("model__feature_map", "elu1")
+    return Cell.of(runs, label, **where)
 
 
 # ---- 1. softmax solves MQAR at small width --------------------------------------------------------
 
-NEAR_PERFECT = 0.95
+NEAR_PERFECT = CEILING  # "near 100%"
 
 
 def cells_softmax(runs, p):
@@ -299,12 +298,17 @@ def verdict_hybrid(runs, probes, p) -> Verdict:
                                            f"a hybrid recovers >= {RECOVERED:.0%} of the gap": recovers}, _unsettled(cells))
 
 
+def cells_pair(runs, task: str, **where) -> list[Cell]:
+    """Softmax and elu+1 on ``task`` (over every other setting the experiment's spec holds)."""
+    return [Cell.of(runs, "softmax", task__name=task, model__name="softmax", **where),
+            Cell.of(runs, "elu+1", task__name=task, model__name="linear", model__feature_map="elu1", **where)]
+
+
 # ---- 6. ListOps ordering --------------------------------------------------------------------------
 
 def verdict_listops(runs, probes, p) -> Verdict:
     name, finding = "listops-order", FINDINGS["listops-order"]
-    soft = Cell.of(runs, "softmax", task__name="listops", model__name="softmax")
-    lin = Cell.of(runs, "elu+1", task__name="listops", model__name="linear", model__feature_map="elu1")
+    soft, lin = cells_pair(runs, "listops")
     if (v := _missing(name, finding, [soft, lin])):
         return v
     figures = [c.figure() for c in (soft, lin)] + ["LRA Table 1: 36.37 vs 16.13 at length 2,000 (untuned); the floor is "
@@ -326,8 +330,7 @@ LOW_LOSS = 0.1
 
 def verdict_copy(runs, probes, p) -> Verdict:
     name, finding = "copy", FINDINGS["copy"]
-    soft = Cell.of(runs, "softmax", task__name="copy", model__name="softmax")
-    lin = Cell.of(runs, "elu+1", task__name="copy", model__name="linear", model__feature_map="elu1")
+    soft, lin = cells_pair(runs, "copy")
     if (v := _missing(name, finding, [soft, lin])):
         return v
     figures = [f"{c.figure()}; test loss {_fmt(c.loss)}, best validation at step "
@@ -346,6 +349,10 @@ def _fmt_steps(c: Cell) -> str:
 
 # ---- 8. Sharpness ---------------------------------------------------------------------------------
 
+def cells_sharpness(runs, p) -> list[Cell]:
+    return cells_pair(runs, "recall", model__d_model=p["d_model"], task__num_kv_pairs=p["pairs"], task__seq_len=p["seq_len"])
+
+
 def _retrieval(run):
     a = run["metrics"].get("analysis") or {}
     rows = a.get("sharpness") or []
@@ -358,8 +365,7 @@ def _retrieval(run):
 
 def verdict_sharpness(runs, probes, p) -> Verdict:
     name, finding = "sharpness", FINDINGS["sharpness"]
-    kw = dict(d_model=p["d_model"], pairs=p["pairs"], seq_len=p["seq_len"])
-    soft, lin = mqar(runs, "softmax", "softmax", **kw), mqar(runs, "elu+1", "linear", **kw)
+    soft, lin = cells_sharpness(runs, p)
     if (v := _missing(name, finding, [soft, lin])):
         return v
     figures = [c.figure() for c in (soft, lin)]
@@ -419,6 +425,14 @@ PARAMS = {
 }
 
 
+def _flat(parts) -> list[Cell]:
+    """Every Cell in nested tuples, lists and dicts of cells."""
+    if isinstance(parts, Cell):
+        return [parts]
+    items = parts.values() if isinstance(parts, dict) else parts
+    return [c for part in items for c in _flat(part)]
+
+
 def _rows(*rows) -> dict:
     """A joint grid axis over (model, d_model, T, D) rows, crossed with the CPU learning rates."""
     return {"model,model.d_model,task.seq_len,task.num_kv_pairs": [list(r) for r in rows], "train.lr": CPU_LRS}
@@ -440,7 +454,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                   "points": [{"model": "softmax", "model.d_model": 64, "task.num_kv_pairs": D, "task.seq_len": 256,
                               "train.lr": lr} for lr in PAPER_LRS for D in (4, 16)]},
     }, verdict_linear_width, {"cpu": 30, "paper": 240},
-        cells=lambda runs, p: [*cells_linear_width(runs, p)[0].values(), *cells_linear_width(runs, p)[1].values()]),
+        cells=lambda runs, p: [c for part in cells_linear_width(runs, p) for c in part.values()]),
     Experiment("capacity-knee", FINDINGS["capacity-knee"], "Schlag et al. 2021, section 6.1, setting 1", {}, verdict_capacity,
                {"cpu": 6, "paper": 30},
                probes={"cpu": [dict(memory="linear", feature_map="elu1"), *[dict(memory="linear", feature_map="dpfp",
@@ -458,8 +472,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                   "grid": {"model": ["delta", "linear"], "model.d_model": [64, 128, 256], **_lrs(PAPER_LRS)},
                   "set": {"task.seq_len": 512, "task.num_kv_pairs": 64},
                   "points": [{"model": "softmax", "model.d_model": 64, "train.lr": lr} for lr in PAPER_LRS]},
-    }, verdict_delta, {"cpu": 15, "paper": 120}, cells=lambda runs, p: [*(c for pr in cells_delta(runs, p)[0].values() for c in pr),
-                                                                       cells_delta(runs, p)[1]]),
+    }, verdict_delta, {"cpu": 15, "paper": 120}, cells=lambda runs, p: _flat(cells_delta(runs, p))),
     Experiment("hybrid-recovery", FINDINGS["hybrid-recovery"], "Zoology; DeltaNet hybrids; 3:1 production hybrids", {
         "cpu": {"base": {**CPU_BASE, "model": "hybrid"}, "set": {**CPU_SET, "task.num_kv_pairs": 16},
                 "grid": {"model.pattern": ["SL", "LS"], "train.lr": CPU_LRS},
@@ -468,30 +481,23 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
                   "grid": {"model.pattern": ["LS", "SL", "LLLS"], **_lrs(PAPER_LRS)},
                   "set": {"model.n_layers": 4, "task.seq_len": 256, "task.num_kv_pairs": 16},
                   "points": [{"model": m, "train.lr": lr, "model.n_layers": 4} for m in ("softmax", "linear") for lr in PAPER_LRS]},
-    }, verdict_hybrid, {"cpu": 12, "paper": 90}, cells=lambda runs, p: [c for part in cells_hybrid(runs, p)
-                                                                       for c in (part if isinstance(part, list) else [part])]),
+    }, verdict_hybrid, {"cpu": 12, "paper": 90}, cells=lambda runs, p: _flat(cells_hybrid(runs, p))),
     Experiment("listops-order", FINDINGS["listops-order"], "LRA (Tay et al. 2021), Table 1", {
         "cpu": {"base": {"task": "listops", "model": "softmax"}, "grid": {"model": ["softmax", "linear"], **_lrs(CPU_LRS)},
                 "set": {"train.num_train": 20000, "train.epochs": 3}},
         "paper": {"base": {"task": "listops", "model": "softmax", "preset": "lra"},
                   "grid": {"model": ["softmax", "linear"], **_lrs(PAPER_LRS)}},
-    }, verdict_listops, {"cpu": 12, "paper": 240}, cells=lambda runs, p: [
-        Cell.of(runs, "softmax", task__name="listops", model__name="softmax"),
-        Cell.of(runs, "elu+1", task__name="listops", model__name="linear", model__feature_map="elu1")]),
+    }, verdict_listops, {"cpu": 12, "paper": 240}, cells=lambda runs, p: cells_pair(runs, "listops")),
     Experiment("copy", FINDINGS["copy"], "Katharopoulos et al. 2020, Figure 2", {
         "cpu": {"base": {"task": "copy", "model": "softmax"}, "grid": {"model": ["softmax", "linear"], **_lrs(CPU_LRS)}},
         "paper": {"base": {"task": "copy", "model": "softmax", "preset": "paper"},
                   "grid": {"model": ["softmax", "linear"], **_lrs(PAPER_LRS)}},
-    }, verdict_copy, {"cpu": 5, "paper": 60}, cells=lambda runs, p: [
-        Cell.of(runs, "softmax", task__name="copy", model__name="softmax"),
-        Cell.of(runs, "elu+1", task__name="copy", model__name="linear", model__feature_map="elu1")]),
+    }, verdict_copy, {"cpu": 5, "paper": 60}, cells=lambda runs, p: cells_pair(runs, "copy")),
     Experiment("sharpness", FINDINGS["sharpness"], "the seed documents' geometric reading", {
         "cpu": {"base": CPU_BASE, "set": {**CPU_SET, "task.num_kv_pairs": 4}, "grid": {"model": ["softmax", "linear"], "train.lr": CPU_LRS}},
         "paper": {"base": PAPER_BASE, "grid": {"model": ["softmax", "linear"], **_lrs(PAPER_LRS)},
                   "set": {"model.d_model": 64, "task.seq_len": 256, "task.num_kv_pairs": 16}},
-    }, verdict_sharpness, {"cpu": 3, "paper": 30}, cells=lambda runs, p: [
-        mqar(runs, "softmax", "softmax", d_model=p["d_model"], pairs=p["pairs"], seq_len=p["seq_len"]),
-        mqar(runs, "elu+1", "linear", d_model=p["d_model"], pairs=p["pairs"], seq_len=p["seq_len"])]),
+    }, verdict_sharpness, {"cpu": 3, "paper": 30}, cells=cells_sharpness),
 ]}
 
 
