@@ -185,8 +185,6 @@ def schlag_probe(memory: str, d_key: int, pairs, *, feature_map=None, feature_ma
                  device: str = "cpu", echo=None) -> pd.DataFrame:
     """The trained probe as in Schlag et al. 2021, 6.1 (module docstring); one row per S."""
     pairs = _check(memory, d_key, pairs)
-    if setting not in (1, 2):
-        raise ValueError(f"setting must be 1 (each key written once) or 2 (keys recur), got {setting!r}")
     dev = torch.device(device)
     rows = []
     for S in pairs:
@@ -288,6 +286,8 @@ def trained_probe(memory: str, d_key: int, pairs, *, variant: str = "schlag", fe
     """A fresh probe per S: ``variant="schlag"`` (default, the paper's protocol) or ``"tied"``."""
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
+    if setting not in (1, 2):
+        raise ValueError(f"setting must be 1 (each key written once) or 2 (keys recur), got {setting!r}")
     probe = schlag_probe if variant == "schlag" else tied_probe
     return probe(memory, d_key, pairs, feature_map=feature_map, feature_map_options=feature_map_options, setting=setting,
                  steps=steps, seed=seed, device=device, echo=echo, **options)
@@ -300,8 +300,6 @@ def tied_probe(memory: str, d_key: int, pairs, *, feature_map=None, feature_map_
     """The earlier probe: random unit values, MSE, the query through the key projection; trained
     per S until it retrieves >= ``target`` or ``steps`` run out."""
     pairs = _check(memory, d_key, pairs)
-    if setting not in (1, 2):
-        raise ValueError(f"setting must be 1 (each key written once) or 2 (keys recur), got {setting!r}")
     d_value = d_value or d_key
     dev = torch.device(device)
     rows = []
