@@ -12,7 +12,7 @@ from typing import Callable
 
 import pandas as pd
 
-from evalsuite.reproduce_rules import CEILING, MARGIN, Cell, higher, not_higher
+from evalsuite.reproduce_rules import BUDGET_FACTOR, CEILING, MARGIN, Cell, higher, not_higher
 from evalsuite.sweep import SweepSpec
 
 SCALES = ("cpu", "paper")
@@ -192,36 +192,71 @@ def verdict_linear_width(runs, probes, p) -> Verdict:
 
 # ---- 3. capacity knee -----------------------------------------------------------------------------
 
+CAPACITY_MEMORIES = ["linear/elu1", "linear/dpfp(nu=1)", "linear/dpfp(nu=2)", "linear/dpfp(nu=3)", "softmax"]
+
+
+def probe_curves(probes: pd.DataFrame, d_key: int) -> dict[str, pd.DataFrame]:
+    """Per memory, one row per S from the longest step budget probed (trained, setting 1, the
+    paper's variant at ``d_key``; probes of other d_key or variants are never pooled in)."""
+    if probes is None or probes.empty or "d_key" not in probes:
+        return {}
+    rows = probes[(probes.trained == True) & (probes.setting == 1) & (probes.d_key == d_key)]  # noqa: E712
+    if "variant" in rows:
+        rows = rows[rows.variant.fillna("schlag") == "schlag"]
+    if "max_steps" in rows:
+        rows = rows.assign(base_steps=rows.groupby("memory").max_steps.transform("min"))
+        rows = rows.sort_values("max_steps").drop_duplicates(["memory", "pairs"], keep="last")
+    return {m: df.sort_values("pairs") for m, df in rows.groupby("memory")}
+
+
+def knee_unsettled(curve: pd.DataFrame, threshold: float = 0.99) -> list[int]:
+    """S values from the first one below ``threshold`` on, when that one ran out of steps (it
+    may still have been learning) and was not probed at 4x the steps; empty when settled."""
+    failing = curve[curve.accuracy < threshold]
+    if failing.empty or "max_steps" not in curve:
+        return []
+    first = failing.iloc[0]
+    if first.max_steps >= BUDGET_FACTOR * first.base_steps or first.steps < first.max_steps:
+        return []  # probed at 4x, or stopped by the paper's rule (10 evaluations without a better loss)
+    return [int(x) for x in curve.pairs if x >= first.pairs]
+
+
 def verdict_capacity(runs, probes, p) -> Verdict:
     from evalsuite.analysis import knee
 
     name, finding = "capacity-knee", FINDINGS["capacity-knee"]
-    need = ["linear/elu1", "linear/dpfp(nu=1)", "linear/dpfp(nu=2)", "linear/dpfp(nu=3)", "softmax"]
-    d_key = p["d_key"]
-    if probes is None or probes.empty or "d_key" not in probes:
-        return Verdict(name, finding, INCONCLUSIVE, [], f"no trained capacity probes: run `evalsuite reproduce {name}`")
-    trained = probes[(probes.trained == True) & (probes.setting == 1) & (probes.d_key == d_key)]  # noqa: E712
-    if "variant" in trained:  # the paper's protocol; rows of the earlier tied probe are not pooled in
-        trained = trained[trained.variant.fillna("schlag") == "schlag"]
-    present = {m: df.sort_values("pairs") for m, df in trained.groupby("memory")}
-    gone = [m for m in need if m not in present]
+    need, d_key = CAPACITY_MEMORIES, p["d_key"]
+    curves = probe_curves(probes, d_key)
+    gone = [m for m in need if m not in curves]
     if gone:
         return Verdict(name, finding, INCONCLUSIVE, [], f"no probes of {', '.join(gone)} at d_key {d_key}: "
                                                          f"run `evalsuite reproduce {name}`")
-    knees = {m: knee(present[m]) for m in need}
-    largest = int(min(present[m].pairs.max() for m in need))
+    knees = {m: knee(curves[m]) for m in need}
+    open_ = {m: knee_unsettled(curves[m]) for m in need}
+    largest = int(min(curves[m].pairs.max() for m in need))
     figures = [f"d_key {d_key}, S up to {largest}, knee = largest S retrieved at >= 0.99 on held-out sequences: "
-               + ", ".join(f"{m} {knees[m]}" for m in need)]
+               + ", ".join(f"{m} {knees[m]}" + (" (unsettled)" if open_[m] else "") for m in need)]
+    figures += [f"{m}: " + ", ".join(f"S={int(r.pairs)} {r.accuracy:.3f}" for r in curves[m].itertuples()) for m in need]
     # positive control: every memory retrieves the smallest S, or the probe did not train
-    untrained = [m for m in need if present[m].accuracy.iloc[0] < 0.99]
+    untrained = [m for m in need if curves[m].accuracy.iloc[0] < 0.99]
     if untrained:
         return Verdict(name, finding, INCONCLUSIVE, figures,
-                       f"positive control failed: {', '.join(untrained)} did not retrieve even {int(present[untrained[0]].pairs.iloc[0])} pairs")
-    elu, d1, d2, d3 = (knees[m] for m in need[:4])
+                       f"positive control failed: {', '.join(untrained)} did not retrieve even {int(curves[untrained[0]].pairs.iloc[0])} pairs")
+
+    def decided(value: bool, *memories) -> bool | None:
+        return value if not any(open_[m] for m in memories) else None
+
+    def out(a: str, b: str) -> bool:  # b's knee beyond a's, or both at the top of the range
+        return knees[b] > knees[a] or knees[a] == knees[b] >= largest
+
+    elu, d1, d2, d3 = need[:4]
     return _judge(name, finding, figures, {
-        f"elu+1 knee within [d_key/2, 2 d_key] = [{d_key // 2}, {2 * d_key}]": d_key / 2 <= elu <= 2 * d_key,
-        "DPFP knees move out with nu": d1 >= elu and d1 <= d2 <= d3 and d3 > d1,
-        "softmax shows no knee in the range": knees["softmax"] >= largest})
+        f"elu+1 knee within [d_key/2, 2 d_key] = [{d_key // 2}, {2 * d_key}]": decided(d_key / 2 <= knees[elu] <= 2 * d_key, elu),
+        "DPFP nu=1 beyond elu+1": decided(out(elu, d1), elu, d1),
+        "DPFP nu=2 beyond nu=1": decided(out(d1, d2), d1, d2),
+        "DPFP nu=3 beyond nu=2": decided(out(d2, d3), d2, d3),
+        "softmax shows no knee in the range": decided(knees["softmax"] >= largest, "softmax")},
+        "; ".join(f"{m} at S {open_[m]} with {BUDGET_FACTOR}x the steps" for m in need if open_[m]))
 
 
 # ---- 4. delta beats linear at equal state ---------------------------------------------------------
@@ -504,6 +539,12 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
 PROBE_STEPS = 4000  # the paper trains up to 100,000 steps; 4,000 at CPU scale (the knee is read from held-out loss and accuracy)
 
 
+def _probe_name(call: dict) -> str:
+    from evalsuite.analysis.capacity import memory_name
+
+    return memory_name(call["memory"], call.get("feature_map"), call.get("feature_map_options"))
+
+
 def run_probes(experiment: Experiment, scale: str, store, echo=print) -> None:
     """Trained capacity probes (setting 1), stored in the store's probes table; skips those done."""
     from evalsuite.analysis import capacity_probe
@@ -512,9 +553,7 @@ def run_probes(experiment: Experiment, scale: str, store, echo=print) -> None:
     have = store.probes()
     for call in experiment.probes.get(scale, []):
         call = {"d_key": 16, "pairs": list(PAIRS), "variant": "schlag", "steps": PROBE_STEPS, **call}
-        name = call["memory"] if call["memory"] != "linear" else f"linear/{call.get('feature_map') or 'elu1'}"
-        if call.get("feature_map_options"):
-            name += "(" + ",".join(f"{k}={v}" for k, v in sorted(call["feature_map_options"].items())) + ")"
+        name = _probe_name(call)
         if not have.empty and {"memory", "trained", "d_key", "pairs", "setting", "variant", "max_steps"} <= set(have):
             mine = have[(have.memory == name) & (have.trained == True) & (have.d_key == call["d_key"])  # noqa: E712
                         & (have.setting == 1) & (have.variant == call["variant"]) & (have.max_steps == call["steps"])]
@@ -523,6 +562,16 @@ def run_probes(experiment: Experiment, scale: str, store, echo=print) -> None:
                 continue
         echo(f"  probe {name}, d_key {call['d_key']}, S in {call['pairs']}")
         store.add_probes(capacity_probe(trained=True, echo=echo, **call))
+    # a knee whose first failing S ran out of steps is probed again at 4x the steps from there on
+    for call in experiment.probes.get(scale, []):
+        call = {"d_key": 16, "pairs": list(PAIRS), "variant": "schlag", "steps": PROBE_STEPS, **call}
+        curves = probe_curves(store.probes(), call["d_key"])
+        curve = curves.get(_probe_name(call))
+        pending = [] if curve is None else knee_unsettled(curve)
+        if pending:
+            echo(f"  probe {_probe_name(call)} again at {BUDGET_FACTOR}x the steps, S in {pending}")
+            store.add_probes(capacity_probe(trained=True, echo=echo, **{**call, "pairs": pending,
+                                                                        "steps": BUDGET_FACTOR * call["steps"]}))
 
 
 def escalation_name(name: str, scale: str) -> str:

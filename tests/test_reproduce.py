@@ -54,12 +54,16 @@ def sharp(entropy, ctx_entropies, mass=0.5):
 NO_PROBES = pd.DataFrame()
 
 
-def probes(knees, smallest_acc=1.0):
+def probes(knees, ran_out=(), max_steps=4000):
+    """Probe rows with the given knees; memories in ``ran_out`` used their whole step budget at
+    every S that failed (they may still have been learning), the others stopped by the paper's rule."""
     rows = []
     for memory, k in knees.items():
         for s in (4, 8, 12, 16, 24, 32, 48, 64):
-            acc = (smallest_acc if s == 4 else 1.0) if s <= k else 1 / s
-            rows.append({"memory": memory, "pairs": s, "accuracy": acc, "trained": True, "setting": 1, "d_key": 16})
+            acc = 1.0 if s <= k else 1 / s
+            steps = max_steps if (s > k and memory in ran_out) else 1000
+            rows.append({"memory": memory, "pairs": s, "accuracy": acc, "trained": True, "setting": 1, "d_key": 16,
+                         "variant": "schlag", "steps": steps, "max_steps": max_steps})
     return pd.DataFrame(rows)
 
 
@@ -147,6 +151,16 @@ def test_capacity_verdict_every_outcome():
     assert judge("capacity-knee", [], at_chance).status == rep.INCONCLUSIVE
     other_dkey = good.assign(d_key=64)  # probes of another d_key are not pooled in
     assert judge("capacity-knee", [], other_dkey).status == rep.INCONCLUSIVE
+    tied = good.assign(variant="tied")  # nor rows of the earlier probe
+    assert judge("capacity-knee", [], tied).status == rep.INCONCLUSIVE
+    # nu=1 no further out than elu+1: contradicted when settled, undecided while its failing S ran out of steps
+    flat = {"linear/elu1": 12, "linear/dpfp(nu=1)": 12, "linear/dpfp(nu=2)": 48, "linear/dpfp(nu=3)": 64, "softmax": 64}
+    assert judge("capacity-knee", [], probes(flat)).status == rep.NOT_REPRODUCED
+    open_ = judge("capacity-knee", [], probes(flat, ran_out=("linear/dpfp(nu=1)",)))
+    assert open_.status == rep.INCONCLUSIVE and "4x the steps" in open_.why
+    longer = probes({"linear/dpfp(nu=1)": 24}, ran_out=("linear/dpfp(nu=1)",), max_steps=16000)
+    settled = pd.concat([probes(flat, ran_out=("linear/dpfp(nu=1)",)), longer])  # the 4x probe decides
+    assert judge("capacity-knee", [], settled).status == rep.REPRODUCED
 
 
 def test_delta_verdict_tests_the_small_width_clause():

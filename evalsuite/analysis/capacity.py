@@ -119,10 +119,16 @@ def analytic_probe(memory: str, d_key: int, pairs, *, feature_map=None, feature_
     return pd.DataFrame(rows)
 
 
-def _row(memory, feature_map, options, d_key, S, acc, loss, trained, setting, state, **extra):
+def memory_name(memory: str, feature_map=None, options=None) -> str:
+    """How probe rows name a memory: ``softmax``, ``delta``, ``linear/elu1``, ``linear/dpfp(nu=2)``."""
     name = memory if memory != "linear" else f"linear/{feature_map or 'elu1'}"
     if options:
         name += "(" + ",".join(f"{k}={v}" for k, v in sorted(options.items())) + ")"
+    return name
+
+
+def _row(memory, feature_map, options, d_key, S, acc, loss, trained, setting, state, **extra):
+    name = memory_name(memory, feature_map, options)
     return {"memory": name, "kind": memory, "feature_map": feature_map if memory == "linear" else None,
             "d_key": d_key, "pairs": S, "accuracy": acc, "loss": loss, "trained": trained, "setting": setting,
             "state_floats": state, **extra}
