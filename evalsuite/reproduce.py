@@ -196,29 +196,42 @@ CAPACITY_MEMORIES = ["linear/elu1", "linear/dpfp(nu=1)", "linear/dpfp(nu=2)", "l
 
 
 def probe_curves(probes: pd.DataFrame, d_key: int) -> dict[str, pd.DataFrame]:
-    """Per memory, one row per S from the longest step budget probed (trained, setting 1, the
-    paper's variant at ``d_key``; probes of other d_key or variants are never pooled in)."""
+    """Per memory, one row per S from the longest step budget probed: accuracy averaged over the
+    seeds at that budget, ``seeds``, ``ran_out`` (some seed used every step: it may still have
+    been learning) and ``base_steps`` (the memory's first budget). Only trained, setting-1 probes
+    of the paper's variant at ``d_key``: other d_key or variants are never pooled in."""
     if probes is None or probes.empty or "d_key" not in probes:
         return {}
     rows = probes[(probes.trained == True) & (probes.setting == 1) & (probes.d_key == d_key)]  # noqa: E712
     if "variant" in rows:
         rows = rows[rows.variant.fillna("schlag") == "schlag"]
-    if "max_steps" in rows:
-        rows = rows.assign(base_steps=rows.groupby("memory").max_steps.transform("min"))
-        rows = rows.sort_values("max_steps").drop_duplicates(["memory", "pairs"], keep="last")
-    return {m: df.sort_values("pairs") for m, df in rows.groupby("memory")}
+    if rows.empty:
+        return {}
+    rows = rows.assign(max_steps=rows.get("max_steps", pd.Series(0, index=rows.index)).fillna(0),
+                       steps=rows.get("steps", pd.Series(0, index=rows.index)).fillna(0),
+                       seed=rows.get("seed", pd.Series(0, index=rows.index)).fillna(0))
+    rows = rows.assign(ran_out=rows.steps >= rows.max_steps, base_steps=rows.groupby("memory").max_steps.transform("min"))
+    grouped = rows.groupby(["memory", "pairs", "max_steps"]).agg(
+        accuracy=("accuracy", "mean"), seeds=("seed", "nunique"), ran_out=("ran_out", "any"),
+        base_steps=("base_steps", "first")).reset_index()
+    grouped = grouped.sort_values("max_steps").drop_duplicates(["memory", "pairs"], keep="last")
+    return {m: df.sort_values("pairs") for m, df in grouped.groupby("memory")}
 
 
-def knee_unsettled(curve: pd.DataFrame, threshold: float = 0.99) -> list[int]:
-    """S values from the first one below ``threshold`` on, when that one ran out of steps (it
-    may still have been learning) and was not probed at 4x the steps; empty when settled."""
+def knee_unsettled(curve: pd.DataFrame, threshold: float = 0.99) -> tuple[str, list[int]] | None:
+    """What the first S below ``threshold`` still needs before the knee can be cited, and the S
+    values from it on: ``("seed", S)`` (a second seed), ``("steps", S)`` (4x the steps: a seed ran
+    out of steps and may still have been learning); ``None`` when settled."""
     failing = curve[curve.accuracy < threshold]
-    if failing.empty or "max_steps" not in curve:
-        return []
+    if failing.empty:
+        return None
     first = failing.iloc[0]
-    if first.max_steps >= BUDGET_FACTOR * first.base_steps or first.steps < first.max_steps:
-        return []  # probed at 4x, or stopped by the paper's rule (10 evaluations without a better loss)
-    return [int(x) for x in curve.pairs if x >= first.pairs]
+    pending = [int(x) for x in curve.pairs if x >= first.pairs]
+    if first.seeds < 2:
+        return "seed", pending
+    if first.ran_out and first.max_steps < BUDGET_FACTOR * first.base_steps:
+        return "steps", pending
+    return None  # two seeds, each probed at 4x or stopped by the paper's rule (10 evaluations without a better loss)
 
 
 def verdict_capacity(runs, probes, p) -> Verdict:
@@ -234,9 +247,11 @@ def verdict_capacity(runs, probes, p) -> Verdict:
     knees = {m: knee(curves[m]) for m in need}
     open_ = {m: knee_unsettled(curves[m]) for m in need}
     largest = int(min(curves[m].pairs.max() for m in need))
-    figures = [f"d_key {d_key}, S up to {largest}, knee = largest S retrieved at >= 0.99 on held-out sequences: "
-               + ", ".join(f"{m} {knees[m]}" + (" (unsettled)" if open_[m] else "") for m in need)]
-    figures += [f"{m}: " + ", ".join(f"S={int(r.pairs)} {r.accuracy:.3f}" for r in curves[m].itertuples()) for m in need]
+    figures = [f"d_key {d_key}, S up to {largest}, knee = largest S retrieved at >= 0.99 on held-out sequences "
+               f"(mean over seeds): " + ", ".join(f"{m} {knees[m]}" + (" (unsettled)" if open_[m] else "") for m in need)]
+    figures += [f"{m}: " + ", ".join(f"S={int(r.pairs)} {r.accuracy:.3f}" for r in curves[m].itertuples())
+                + f" ({int(curves[m].seeds.min())}-{int(curves[m].seeds.max())} seeds, up to {int(curves[m].max_steps.max()):,} steps)"
+                for m in need]
     # positive control: every memory retrieves the smallest S, or the probe did not train
     untrained = [m for m in need if curves[m].accuracy.iloc[0] < 0.99]
     if untrained:
@@ -256,7 +271,8 @@ def verdict_capacity(runs, probes, p) -> Verdict:
         "DPFP nu=2 beyond nu=1": decided(out(d1, d2), d1, d2),
         "DPFP nu=3 beyond nu=2": decided(out(d2, d3), d2, d3),
         "softmax shows no knee in the range": decided(knees["softmax"] >= largest, "softmax")},
-        "; ".join(f"{m} at S {open_[m]} with {BUDGET_FACTOR}x the steps" for m in need if open_[m]))
+        "; ".join(f"{m} at S {open_[m][1]}: " + ("a second seed" if open_[m][0] == "seed" else f"{BUDGET_FACTOR}x the steps")
+                  for m in need if open_[m]))
 
 
 # ---- 4. delta beats linear at equal state ---------------------------------------------------------
@@ -562,16 +578,27 @@ def run_probes(experiment: Experiment, scale: str, store, echo=print) -> None:
                 continue
         echo(f"  probe {name}, d_key {call['d_key']}, S in {call['pairs']}")
         store.add_probes(capacity_probe(trained=True, echo=echo, **call))
-    # a knee whose first failing S ran out of steps is probed again at 4x the steps from there on
-    for call in experiment.probes.get(scale, []):
-        call = {"d_key": 16, "pairs": list(PAIRS), "variant": "schlag", "steps": PROBE_STEPS, **call}
-        curves = probe_curves(store.probes(), call["d_key"])
-        curve = curves.get(_probe_name(call))
-        pending = [] if curve is None else knee_unsettled(curve)
-        if pending:
-            echo(f"  probe {_probe_name(call)} again at {BUDGET_FACTOR}x the steps, S in {pending}")
-            store.add_probes(capacity_probe(trained=True, echo=echo, **{**call, "pairs": pending,
-                                                                        "steps": BUDGET_FACTOR * call["steps"]}))
+    # a knee whose first failing S has one seed gets a second; one that ran out of steps, 4x the steps
+    for _ in range(4):
+        pending_any = False
+        for call in experiment.probes.get(scale, []):
+            call = {"d_key": 16, "pairs": list(PAIRS), "variant": "schlag", "steps": PROBE_STEPS, **call}
+            curve = probe_curves(store.probes(), call["d_key"]).get(_probe_name(call))
+            todo = None if curve is None else knee_unsettled(curve)
+            if todo is None:
+                continue
+            pending_any = True
+            need, pairs = todo
+            steps = int(curve.max_steps.max())
+            seeds = [0, 1] if need == "steps" else [1]
+            steps = BUDGET_FACTOR * steps if need == "steps" else steps
+            echo(f"  probe {_probe_name(call)} again ({'4x the steps' if need == 'steps' else 'a second seed'}), "
+                 f"S in {pairs}, {steps} steps, seeds {seeds}")
+            for seed in seeds:
+                store.add_probes(capacity_probe(trained=True, echo=echo, **{**call, "pairs": pairs, "steps": steps,
+                                                                            "seed": seed}))
+        if not pending_any:
+            return
 
 
 def escalation_name(name: str, scale: str) -> str:

@@ -54,7 +54,7 @@ def sharp(entropy, ctx_entropies, mass=0.5):
 NO_PROBES = pd.DataFrame()
 
 
-def probes(knees, ran_out=(), max_steps=4000):
+def probes(knees, ran_out=(), max_steps=4000, seeds=(0, 1)):
     """Probe rows with the given knees; memories in ``ran_out`` used their whole step budget at
     every S that failed (they may still have been learning), the others stopped by the paper's rule."""
     rows = []
@@ -62,8 +62,8 @@ def probes(knees, ran_out=(), max_steps=4000):
         for s in (4, 8, 12, 16, 24, 32, 48, 64):
             acc = 1.0 if s <= k else 1 / s
             steps = max_steps if (s > k and memory in ran_out) else 1000
-            rows.append({"memory": memory, "pairs": s, "accuracy": acc, "trained": True, "setting": 1, "d_key": 16,
-                         "variant": "schlag", "steps": steps, "max_steps": max_steps})
+            rows += [{"memory": memory, "pairs": s, "accuracy": acc, "trained": True, "setting": 1, "d_key": 16,
+                      "variant": "schlag", "seed": seed, "steps": steps, "max_steps": max_steps} for seed in seeds]
     return pd.DataFrame(rows)
 
 
@@ -161,6 +161,8 @@ def test_capacity_verdict_every_outcome():
     longer = probes({"linear/dpfp(nu=1)": 24}, ran_out=("linear/dpfp(nu=1)",), max_steps=16000)
     settled = pd.concat([probes(flat, ran_out=("linear/dpfp(nu=1)",)), longer])  # the 4x probe decides
     assert judge("capacity-knee", [], settled).status == rep.REPRODUCED
+    one_seed = judge("capacity-knee", [], probes(flat, seeds=(0,)))  # a failure on one seed is not settled
+    assert one_seed.status == rep.INCONCLUSIVE and "a second seed" in one_seed.why
 
 
 def test_delta_verdict_tests_the_small_width_clause():

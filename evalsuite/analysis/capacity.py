@@ -115,7 +115,7 @@ def analytic_probe(memory: str, d_key: int, pairs, *, feature_map=None, feature_
             read = mem(keys, values, keys)
             acc, loss = _retrieval(read, values, values)
             rows.append(_row(memory, feature_map, feature_map_options, d_key, S, acc, loss, False, 1,
-                             mem.state_floats(S, d_key, d_value), variant="analytic", trials=trials))
+                             mem.state_floats(S, d_key, d_value), variant="analytic", seed=seed, trials=trials))
     return pd.DataFrame(rows)
 
 
@@ -219,7 +219,7 @@ def schlag_probe(memory: str, d_key: int, pairs, *, feature_map=None, feature_ma
                     break
         loss_value, acc = best
         rows.append(_row(memory, feature_map, feature_map_options, d_key, S, acc, loss_value, True, setting,
-                         probe.mem.state_floats(S, d_key, S), variant="schlag", steps=step, max_steps=steps, lr=lr,
+                         probe.mem.state_floats(S, d_key, S), variant="schlag", seed=seed, steps=step, max_steps=steps, lr=lr,
                          batch_size=batch_size, seconds=time.perf_counter() - start))
         if echo:
             echo(f"  {rows[-1]['memory']:>20}  S={S:>4}  held-out accuracy {acc:.3f}  loss {loss_value:.4f}  "
@@ -333,7 +333,7 @@ def tied_probe(memory: str, d_key: int, pairs, *, feature_map=None, feature_map_
                     break
         acc, loss_value = best[0], -best[1]
         rows.append(_row(memory, feature_map, feature_map_options, d_key, S, acc, loss_value, True, setting,
-                         probe.mem.state_floats(S, d_key, d_value), variant="tied", steps=step, max_steps=steps,
+                         probe.mem.state_floats(S, d_key, d_value), variant="tied", seed=seed, steps=step, max_steps=steps,
                          lr=lr, batch_size=batch_size, seconds=time.perf_counter() - start))
         if echo:
             echo(f"  {rows[-1]['memory']:>20}  S={S:>4}  accuracy {acc:.3f}  loss {loss_value:.4f}  "
