@@ -74,7 +74,7 @@ def _control(name, finding, control: Cell, figures: list[str]) -> Verdict | None
 
 def _unsettled(cells: list[Cell]) -> str:
     """What to run for each failed cell that is not settled."""
-    parts = [f"{c.label} lacks {'; '.join(c.missing_for_settled())}" for c in cells
+    parts = [f"{c.label}: {'; '.join(c.missing_for_settled())}" for c in cells
              if c.present and not c.learned and not c.settled]
     return "; ".join(parts)
 

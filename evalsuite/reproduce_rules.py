@@ -161,16 +161,17 @@ class Cell:
             return ["no finished run"]
         lack = []
         if len(self.rates) < MIN_RATES:
-            lack.append(f"{MIN_RATES} learning rates (has {len(self.rates)})")
+            lack.append(f"needs {MIN_RATES} learning rates (has {len(self.rates)})")
         elif self.at_edge:
-            lack.append(f"a rate beyond the best one ({self.best_lr:g}, at the edge of {self.rates})")
+            lack.append(f"needs a rate beyond the best one ({self.best_lr:g}, at the edge of {self.rates})")
         if len(self.seeds) < MIN_SEEDS:
-            lack.append(f"{MIN_SEEDS} seeds at the best rate (has {len(self.seeds)})")
+            lack.append(f"needs {MIN_SEEDS} seeds at the best rate (has {len(self.seeds)})")
         gain = self.gain_4x
         if gain is None:
-            lack.append(f"a rerun at {BUDGET_FACTOR}x the budget")
+            lack.append(f"needs a rerun at {BUDGET_FACTOR}x the budget")
         elif gain >= MAX_4X_GAIN:
-            lack.append(f"the {BUDGET_FACTOR}x rerun gained {gain:+.3f} (>= {MAX_4X_GAIN}): the budget decides it")
+            lack.append(f"its {BUDGET_FACTOR}x rerun gained {gain:+.3f} (>= {MAX_4X_GAIN}), so the budget, not the model, "
+                        f"decides this figure")
         return lack
 
     @property
