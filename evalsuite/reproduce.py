@@ -235,7 +235,7 @@ def knee_unsettled(curve: pd.DataFrame, threshold: float = 0.99) -> tuple[str, l
 
 
 def verdict_capacity(runs, probes, p) -> Verdict:
-    from evalsuite.analysis import knee
+    from evalsuite.analysis import half_point, knee
 
     name, finding = "capacity-knee", FINDINGS["capacity-knee"]
     need, d_key = CAPACITY_MEMORIES, p["d_key"]
@@ -249,6 +249,8 @@ def verdict_capacity(runs, probes, p) -> Verdict:
     largest = int(min(curves[m].pairs.max() for m in need))
     figures = [f"d_key {d_key}, S up to {largest}, knee = largest S retrieved at >= 0.99 on held-out sequences "
                f"(mean over seeds): " + ", ".join(f"{m} {knees[m]}" + (" (unsettled)" if open_[m] else "") for m in need)]
+    figures.append("50% point (S where accuracy falls through 0.5, log-interpolated): "
+                   + ", ".join(f"{m} {half_point(curves[m]):.0f}" for m in need))
     figures += [f"{m}: " + ", ".join(f"S={int(r.pairs)} {r.accuracy:.3f}" for r in curves[m].itertuples())
                 + f" ({int(curves[m].seeds.min())}-{int(curves[m].seeds.max())} seeds, up to {int(curves[m].max_steps.max()):,} steps)"
                 for m in need]
