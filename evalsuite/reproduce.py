@@ -250,7 +250,8 @@ def verdict_capacity(runs, probes, p) -> Verdict:
     figures = [f"d_key {d_key}, S up to {largest}, knee = largest S retrieved at >= 0.99 on held-out sequences "
                f"(mean over seeds): " + ", ".join(f"{m} {knees[m]}" + (" (unsettled)" if open_[m] else "") for m in need)]
     figures.append("50% point (S where accuracy falls through 0.5, log-interpolated): "
-                   + ", ".join(f"{m} {half_point(curves[m]):.0f}" for m in need))
+                   + ", ".join(f"{m} " + (f"{h:.0f}" if math.isfinite(h := half_point(curves[m])) else f">= {largest}")
+                               for m in need))
     figures += [f"{m}: " + ", ".join(f"S={int(r.pairs)} {r.accuracy:.3f}" for r in curves[m].itertuples())
                 + f" ({int(curves[m].seeds.min())}-{int(curves[m].seeds.max())} seeds, up to {int(curves[m].max_steps.max()):,} steps)"
                 for m in need]
