@@ -199,16 +199,19 @@ def run_configs(configs: list[dict], *, name: str, store: Store, **options) -> d
     """Run validated canonical configurations (``reproduce``'s escalations) as one sweep."""
     points = list({p.run_id: p for p in (Point({"seed": c["seed"], "lr": c["train"]["lr"], "epochs": c["train"]["epochs"]}, c)
                                          for c in configs)}.values())
-    return run_points(points, name=name, spec={"name": name, "configs": [p.config for p in points]}, store=store, **options)
+    # the id depends on the name too: two experiments that need the same runs each record them
+    sid = hashlib.sha256((name + ":" + sweep_id(points)).encode()).hexdigest()[:12]
+    return run_points(points, name=name, spec={"name": name, "configs": [p.config for p in points]}, store=store,
+                      sid=sid, **options)
 
 
 def run_points(points: list[Point], *, name: str, spec: dict, store: Store, executor: str = "local",
                workers: int | None = None, device: str = "auto", retry_failed: bool = False, address: str | None = None,
-               echo=print) -> dict:
+               echo=print, sid: str | None = None) -> dict:
     from evalsuite.executors import get_executor
 
     runner = get_executor(executor, workers=workers, device=device, address=address)  # refuse bad options first
-    sid = sweep_id(points)
+    sid = sid or sweep_id(points)
     store.add_sweep(sid, name, spec, [p.run_id for p in points])
     recovered = ingest_incoming(store)
     state = status(points, store)

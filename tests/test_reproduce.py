@@ -237,3 +237,21 @@ def test_cli_list_and_unknown_name():
     assert res.exit_code == 0 and all(name in res.output for name in rep.EXPERIMENTS)
     bad = CliRunner().invoke(main, ["reproduce", "sharpnes"])
     assert bad.exit_code == 2 and "did you mean 'sharpness'" in bad.output
+
+
+def test_escalation_runs_shared_by_two_experiments_count_for_both(tmp_path):
+    """Two experiments that need the same extra run both record it (else the second one would ask
+    for it again forever)."""
+    from evalsuite.store import Store
+
+    store = Store(tmp_path / "s.db")
+    point = sweeps.expand(sweeps.SweepSpec(base={"task": "recall", "model": "softmax", "preset": "tiny"}))[0]
+    store.start(point.run_id, point.config, {})
+    store.finish(point.run_id, "done", {"accuracy": 1.0}, None, [])
+    for name in ("reproduce-a-cpu-escalation", "reproduce-b-cpu-escalation"):
+        out = sweeps.run_configs([point.config], name=name, store=store, echo=lambda *_: None)
+        assert out["ran"] == 0
+    names = {s["name"] for s in store.sweeps()}
+    assert {"reproduce-a-cpu-escalation", "reproduce-b-cpu-escalation"} <= names
+    for s in store.sweeps():
+        assert store.sweep_runs(s["sweep_id"])[1] == [point.run_id]
