@@ -99,9 +99,12 @@ def _judge(name: str, finding: str, figures: list[str], checks: dict[str, bool |
     if any(v is False for v in checks.values()):
         return Verdict(name, finding, NOT_REPRODUCED, figures,
                        "contradicted: " + ", ".join(k for k, v in checks.items() if v is False))
+    overturned = "gained" in todo  # a 4x rerun moved the figure: no further run settles it here
+    hint = ("; more budget overturns a failure here, so a setting where it fails is needed" if overturned
+            else f"; `evalsuite reproduce {name}` runs what is missing")
     return Verdict(name, finding, INCONCLUSIVE, figures,
                    "undecided: " + ", ".join(k for k, v in checks.items() if v is None)
-                   + (f" (to settle: {todo}; `evalsuite reproduce {name}` runs what is missing)" if todo else ""))
+                   + (f" (to settle: {todo}{hint})" if todo else ""))
 
 
 def _lrs(scale_lrs):
