@@ -73,15 +73,22 @@ def _control(name, finding, control: Cell, figures: list[str]) -> Verdict | None
 
 
 def _unsettled(cells: list[Cell]) -> str:
-    """What to run for each failed cell that is not settled."""
+    """What each cell whose figure could still move with more budget, rates or seeds lacks."""
     parts = [f"{c.label}: {'; '.join(c.missing_for_settled())}" for c in cells
-             if c.present and not c.learned and not c.settled]
+             if c.present and not c.stable and c.missing_for_settled()]
     return "; ".join(parts)
 
 
-def _fair(c: Cell) -> bool:
-    """The cell's figure can be cited: it learned, or its sweep, seeds and 4x rerun are complete."""
-    return c.learned or not c.missing_for_settled()
+def contradicted(a: Cell, b: Cell) -> bool:
+    """``a`` is not above ``b`` and more budget does not change that: both figures are stable, or
+    both were rerun at 4x the budget (complete sweeps and seeds) and ``a`` is not above there either."""
+    if not not_higher(a, b):
+        return False
+    if a.stable and b.stable:
+        return True
+    long_a, long_b = a.long_acc, b.long_acc
+    return (long_a is not None and long_b is not None and not a._incomplete() and not b._incomplete()
+            and long_a - long_b <= MARGIN)
 
 
 def _fmt(x) -> str:
@@ -179,15 +186,15 @@ def verdict_linear_width(runs, probes, p) -> Verdict:
     same = lin[ref, hi]
     # falls short of softmax at the same width: the shortfall must be settled
     short = True if higher(soft[hi], same) and same.settled_below(soft[hi].acc - MARGIN) \
-        else False if not_higher(soft[hi], same) and _fair(same) else None
+        else False if contradicted(soft[hi], same) else None
     # improves with width (at the larger D): the small width's shortfall must be settled
     small, large = lin[w0, hi], lin[w1, hi]
     grows = True if higher(large, small) and small.settled_below(large.acc - MARGIN) \
-        else False if not_higher(large, small) and _fair(large) and _fair(small) else None
+        else False if contradicted(large, small) else None
     # drops as D grows (at the reference width): the small D must be learned, the large D's drop settled
     few, many = lin[ref, lo], lin[ref, hi]
     drops = True if few.learned and higher(few, many) and many.settled_below(few.acc - MARGIN) \
-        else False if few.learned and not_higher(few, many) else None
+        else False if few.learned and contradicted(few, many) else None
     return _judge(name, finding, figures, {f"falls short of softmax at d_model {ref}": short,
                                            f"improves from d_model {w0} to {w1}": grows,
                                            f"drops from D={lo} to D={hi}": drops}, _unsettled(cells))
@@ -306,13 +313,13 @@ def verdict_delta(runs, probes, p) -> Verdict:
         gaps[w] = d.acc - lin.acc
         equal_state = d.state <= lin.state * 1.05
         beats[w] = (True if equal_state and higher(d, lin) and lin.settled_below(d.acc - MARGIN)
-                    else False if not_higher(d, lin) and _fair(lin) and _fair(d) else None)
+                    else False if contradicted(d, lin) else None)
     ws = sorted(pairs)
     beat = True if any(beats[w] is True for w in ws) else False if all(beats[w] is False for w in ws) else None
     small, large = ws[0], ws[-1]
     most_small = None
-    if beats[small] is True or beats[large] is True:
-        most_small = gaps[small] >= gaps[large] - MARGIN if all(beats[w] is not None for w in ws) else None
+    if (beats[small] is True or beats[large] is True) and all(c.stable for pair in pairs.values() for c in pair):
+        most_small = gaps[small] >= gaps[large] - MARGIN  # gaps of figures that more budget would move say nothing
     figures.append("gap (delta - elu+1): " + ", ".join(f"d_model {w}: {gaps[w]:+.3f}" for w in ws))
     return _judge(name, finding, figures, {"delta above elu+1 at equal or smaller state": beat,
                                            f"gap at d_model {small} at least the gap at {large} (margin {MARGIN})": most_small},
@@ -341,17 +348,17 @@ def verdict_hybrid(runs, probes, p) -> Verdict:
     figures = [c.figure() for c in cells]
     if (v := _control(name, finding, soft, figures)):
         return v
-    if lin.learned:
-        return Verdict(name, finding, INCONCLUSIVE, figures, "the pure elu+1 model learned this setting, so there is "
-                                                             "nothing to recover: choose a harder setting")
+    if contradicted(soft, lin):
+        return Verdict(name, finding, INCONCLUSIVE, figures, "the pure elu+1 model reaches softmax on this setting, so "
+                                                             "there is nothing to recover: choose a harder setting")
     gap = soft.acc - lin.acc
     rec = {h.label: (h.acc - lin.acc) / gap if gap > 0 else math.nan for h in hybrids}
     figures.append("share of the elu+1-to-softmax gap recovered: " + ", ".join(f"{k} {v:.0%}" for k, v in rec.items()))
     top = max(hybrids, key=lambda h: h.acc)
-    fails = True if lin.settled else None
+    fails = True if higher(soft, lin) and lin.settled_below(soft.acc - MARGIN) else None
     recovers = (True if rec[top.label] >= RECOVERED and top.learned
                 else False if all(h.settled_below(lin.acc + RECOVERED * gap) for h in hybrids) else None)
-    return _judge(name, finding, figures, {"pure elu+1 fails (settled)": fails,
+    return _judge(name, finding, figures, {"pure elu+1 falls short of softmax, at 4x the budget too": fails,
                                            f"a hybrid recovers >= {RECOVERED:.0%} of the gap": recovers}, _unsettled(cells))
 
 
@@ -374,7 +381,7 @@ def verdict_listops(runs, probes, p) -> Verdict:
         return Verdict(name, finding, INCONCLUSIVE, figures, f"positive control failed: softmax ({_fmt(soft.acc)}) is "
                                                              f"not above the majority-class rate ({_fmt(soft.floor)}) by {MARGIN}")
     order = (True if higher(soft, lin) and lin.settled_below(soft.acc - MARGIN)
-             else False if not_higher(soft, lin) and _fair(soft) and _fair(lin) else None)
+             else False if contradicted(soft, lin) else None)
     far = max(soft.acc, lin.acc) < 0.9
     return _judge(name, finding, figures, {"softmax above elu+1": order, "both far below 100% (< 0.9)": far},
                   _unsettled([soft, lin]))
@@ -396,7 +403,7 @@ def verdict_copy(runs, probes, p) -> Verdict:
         return Verdict(name, finding, INCONCLUSIVE, figures, f"positive control failed: softmax's test loss "
                                                              f"{_fmt(soft.loss)} is not below {LOW_LOSS}")
     low = (True if lin.loss < LOW_LOSS and len(lin.seeds) >= 2 and len(soft.seeds) >= 2
-           else False if lin.loss >= LOW_LOSS and not lin.missing_for_settled() else None)
+           else False if lin.loss >= LOW_LOSS and lin.stable else None)
     return _judge(name, finding, figures, {f"both test losses below {LOW_LOSS}": low}, _unsettled([lin]) or "a second seed")
 
 

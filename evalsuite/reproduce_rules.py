@@ -155,8 +155,8 @@ class Cell:
     def learned_at(self, level: float) -> bool:
         return self.present and self.acc >= level
 
-    def missing_for_settled(self) -> list[str]:
-        """What a negative result of this cell still lacks (empty: it is settled)."""
+    def _incomplete(self) -> list[str]:
+        """What the sweep and seeds still lack (empty: complete)."""
         if not self.present:
             return ["no finished run"]
         lack = []
@@ -166,6 +166,19 @@ class Cell:
             lack.append(f"needs a rate beyond the best one ({self.best_lr:g}, at the edge of {self.rates})")
         if len(self.seeds) < MIN_SEEDS:
             lack.append(f"needs {MIN_SEEDS} seeds at the best rate (has {len(self.seeds)})")
+        return lack
+
+    @property
+    def long_acc(self) -> float | None:
+        """Mean test accuracy of the 4x-budget reruns at the best rate (None without one)."""
+        long = self.long_runs
+        return _mean([r["metrics"]["accuracy"] for r in long]) if long else None
+
+    def missing_for_settled(self) -> list[str]:
+        """What a negative result of this cell still lacks (empty: it is settled)."""
+        if not self.present:
+            return ["no finished run"]
+        lack = self._incomplete()
         gain = self.gain_4x
         if gain is None:
             lack.append(f"needs a rerun at {BUDGET_FACTOR}x the budget")
@@ -180,8 +193,18 @@ class Cell:
         return self.present and not self.learned and not self.missing_for_settled()
 
     def settled_below(self, level: float) -> bool:
-        """Settled as below ``level`` (not necessarily at the floor)."""
-        return self.present and self.acc < level and not self.missing_for_settled()
+        """A shortfall that survives more budget: below ``level`` with a complete sweep and seeds,
+        and still below it at 4x the budget. (A comparison needs only that: the weaker model
+        given 4x the budget still does not reach the stronger one.)"""
+        long = self.long_acc
+        return self.present and self.acc < level and not self._incomplete() and long is not None and long < level
+
+    @property
+    def stable(self) -> bool:
+        """Its figure can stand in a comparison either way: near perfect, or a complete sweep whose
+        4x rerun gained less than ``MAX_4X_GAIN``."""
+        gain = self.gain_4x
+        return self.present and (self.acc >= CEILING or (not self._incomplete() and gain is not None and gain < MAX_4X_GAIN))
 
     def figure(self) -> str:
         if not self.present:
@@ -192,7 +215,7 @@ class Cell:
                 + "[" + ", ".join(f"{lr:g}" for lr in self.rates) + f"] by validation, {self.base_epochs:g} epochs")
         gain = self.gain_4x
         if gain is not None:
-            text += f"; {BUDGET_FACTOR}x budget {gain:+.3f}"
+            text += f"; at {BUDGET_FACTOR}x the budget {self.long_acc:.3f} ({gain:+.3f})"
         under = sum(bool(r["metrics"].get("undertrained")) for r in self.best_runs)
         if under:
             text += f"; {under} undertrained"

@@ -73,8 +73,9 @@ def linear_width(d32, d64, d128, d64_few, soft=1.0, soft_few=1.0, **kw):
 
 
 def delta(d32, l32, d64, l64, soft=1.0, **kw):
-    return (cell("delta", d32, d_model=32, state=7900) + cell("linear", l32, d_model=32, state=8000, **kw)
-            + cell("delta", d64, state=7900) + cell("linear", l64, state=8000, **kw) + cell("softmax", soft, state=16000))
+    return (cell("delta", d32, d_model=32, state=7900, long=True) + cell("linear", l32, d_model=32, state=8000, **kw)
+            + cell("delta", d64, state=7900, long=True) + cell("linear", l64, state=8000, **kw)
+            + cell("softmax", soft, state=16000))
 
 
 def hybrid(soft, lin, sl, ls, **kw):
@@ -255,3 +256,23 @@ def test_escalation_runs_shared_by_two_experiments_count_for_both(tmp_path):
     assert {"reproduce-a-cpu-escalation", "reproduce-b-cpu-escalation"} <= names
     for s in store.sweeps():
         assert store.sweep_runs(s["sweep_id"])[1] == [point.run_id]
+
+
+def test_a_comparison_stands_when_the_weaker_model_given_4x_still_falls_short():
+    # elu+1 gains 0.3 at 4x (its own figure is not stable) but stays far below delta: "beats" holds,
+    # while the gap-by-width clause, which more budget would move, stays undecided
+    v = judge("delta-vs-linear", delta(0.99, 0.3, 0.99, 0.3, gain=0.3))
+    assert "delta above elu+1 at equal or smaller state: yes" in v.figures[-1]
+    assert v.status == rep.INCONCLUSIVE and "gap at d_model 32" in v.why
+    # at 4x elu+1 catches up: nothing is decided
+    closed = judge("delta-vs-linear", delta(0.99, 0.3, 0.99, 0.3, gain=0.69))
+    assert "delta above elu+1 at equal or smaller state: undecided" in closed.figures[-1]
+
+
+def test_an_ordering_reversed_at_both_budgets_is_contradicted():
+    # neither figure is stable (both gain > 0.05 at 4x), but elu+1 stays above softmax at both budgets
+    runs = two("listops", 0.39, 0.41, s={"long": True, "gain": 0.066}, l={"gain": 0.08})
+    v = judge("listops-order", runs)
+    assert v.status == rep.NOT_REPRODUCED, (v.figures, v.why)
+    flipped = two("listops", 0.39, 0.41, s={"long": True, "gain": 0.3}, l={"gain": 0.0})  # softmax pulls ahead at 4x
+    assert judge("listops-order", flipped).status == rep.INCONCLUSIVE
