@@ -80,8 +80,14 @@ def _unsettled(cells: list[Cell]) -> str:
 
 
 def contradicted(a: Cell, b: Cell) -> bool:
-    """``a`` is not above ``b`` and more budget does not change that: both figures are stable, or
-    both were rerun at 4x the budget (complete sweeps and seeds) and ``a`` is not above there either."""
+    """``a`` is not above ``b`` once budgets are fair: ``b`` given 4x the budget reaches a stable
+    ``a``; or ``a`` is not above ``b`` and more budget does not change that (both figures stable,
+    or both rerun at 4x with complete sweeps and seeds, and ``a`` not above there either)."""
+    if not (a.present and b.present):
+        return False
+    long_b = b.long_acc
+    if a.stable and long_b is not None and not b._incomplete() and a.acc - long_b <= MARGIN:
+        return True
     if not not_higher(a, b):
         return False
     if a.stable and b.stable:

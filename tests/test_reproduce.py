@@ -264,9 +264,10 @@ def test_a_comparison_stands_when_the_weaker_model_given_4x_still_falls_short():
     v = judge("delta-vs-linear", delta(0.99, 0.3, 0.99, 0.3, gain=0.3))
     assert "delta above elu+1 at equal or smaller state: yes" in v.figures[-1]
     assert v.status == rep.INCONCLUSIVE and "gap at d_model 32" in v.why
-    # at 4x elu+1 catches up: nothing is decided
+    # at 4x elu+1 catches up with delta at both widths: the finding is contradicted
     closed = judge("delta-vs-linear", delta(0.99, 0.3, 0.99, 0.3, gain=0.69))
-    assert "delta above elu+1 at equal or smaller state: undecided" in closed.figures[-1]
+    assert "delta above elu+1 at equal or smaller state: no" in closed.figures[-1]
+    assert closed.status == rep.NOT_REPRODUCED
 
 
 def test_an_ordering_reversed_at_both_budgets_is_contradicted():
@@ -276,3 +277,15 @@ def test_an_ordering_reversed_at_both_budgets_is_contradicted():
     assert v.status == rep.NOT_REPRODUCED, (v.figures, v.why)
     flipped = two("listops", 0.39, 0.41, s={"long": True, "gain": 0.3}, l={"gain": 0.0})  # softmax pulls ahead at 4x
     assert judge("listops-order", flipped).status == rep.INCONCLUSIVE
+
+
+def test_a_shortfall_that_4x_the_budget_closes_is_contradicted():
+    # elu+1 at d64, D=16 reaches softmax when given 4x the budget: it does not "fall short"
+    runs = linear_width(0.07, 0.38, 0.99, 0.99)
+    runs = [r for r in runs if not (r["config"]["model"]["d_model"] == 64 and r["config"]["task"]["num_kv_pairs"] == 16
+                                    and r["config"]["model"]["name"] == "linear")]
+    runs += cell("linear", 0.38, gain=0.6)
+    v = judge("linear-width", runs)
+    assert v.status == rep.NOT_REPRODUCED and "falls short of softmax" in v.why
+    h = judge("hybrid-recovery", hybrid(1.0, 0.38, 0.99, 0.1, gain=0.6))
+    assert h.status == rep.INCONCLUSIVE and "nothing to recover" in h.why
