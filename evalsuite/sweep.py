@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 import os
 import time
 import tomllib
