@@ -86,14 +86,14 @@ def contradicted(a: Cell, b: Cell) -> bool:
     if not (a.present and b.present):
         return False
     long_b = b.long_acc
-    if a.stable and long_b is not None and not b._incomplete() and a.acc - long_b <= MARGIN:
+    if a.stable and long_b is not None and not b.incomplete() and a.acc - long_b <= MARGIN:
         return True
     if not not_higher(a, b):
         return False
     if a.stable and b.stable:
         return True
     long_a, long_b = a.long_acc, b.long_acc
-    return (long_a is not None and long_b is not None and not a._incomplete() and not b._incomplete()
+    return (long_a is not None and long_b is not None and not a.incomplete() and not b.incomplete()
             and long_a - long_b <= MARGIN)
 
 

@@ -155,7 +155,7 @@ class Cell:
     def learned_at(self, level: float) -> bool:
         return self.present and self.acc >= level
 
-    def _incomplete(self) -> list[str]:
+    def incomplete(self) -> list[str]:
         """What the sweep and seeds still lack (empty: complete)."""
         if not self.present:
             return ["no finished run"]
@@ -178,7 +178,7 @@ class Cell:
         """What a negative result of this cell still lacks (empty: it is settled)."""
         if not self.present:
             return ["no finished run"]
-        lack = self._incomplete()
+        lack = self.incomplete()
         gain = self.gain_4x
         if gain is None:
             lack.append(f"needs a rerun at {BUDGET_FACTOR}x the budget")
@@ -197,14 +197,14 @@ class Cell:
         and still below it at 4x the budget. (A comparison needs only that: the weaker model
         given 4x the budget still does not reach the stronger one.)"""
         long = self.long_acc
-        return self.present and self.acc < level and not self._incomplete() and long is not None and long < level
+        return self.present and self.acc < level and not self.incomplete() and long is not None and long < level
 
     @property
     def stable(self) -> bool:
         """Its figure can stand in a comparison either way: near perfect, or a complete sweep whose
         4x rerun gained less than ``MAX_4X_GAIN``."""
         gain = self.gain_4x
-        return self.present and (self.acc >= CEILING or (not self._incomplete() and gain is not None and gain < MAX_4X_GAIN))
+        return self.present and (self.acc >= CEILING or (not self.incomplete() and gain is not None and gain < MAX_4X_GAIN))
 
     def figure(self) -> str:
         if not self.present:
