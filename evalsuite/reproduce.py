@@ -101,7 +101,14 @@ def _fmt(x) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
 
 
-def _judge(name: str, finding: str, figures: list[str], checks: dict[str, bool | None], todo: str = "") -> Verdict:
+def _runnable(cells: list[Cell]) -> bool:
+    """Whether `reproduce` can still run something that settles these cells (else only a harder
+    setting can: a 4x rerun already moved a figure)."""
+    return any(c.next_configs() for c in cells)
+
+
+def _judge(name: str, finding: str, figures: list[str], checks: dict[str, bool | None], todo: str = "",
+           runnable: bool = True) -> Verdict:
     """Each clause is True (shown), False (contradicted by settled runs) or None (not decidable:
     a run it rests on is unsettled). Reproduced when every clause holds; not reproduced when one
     is contradicted; otherwise inconclusive, saying what to run."""
@@ -112,9 +119,8 @@ def _judge(name: str, finding: str, figures: list[str], checks: dict[str, bool |
     if any(v is False for v in checks.values()):
         return Verdict(name, finding, NOT_REPRODUCED, figures,
                        "contradicted: " + ", ".join(k for k, v in checks.items() if v is False))
-    overturned = "gained" in todo  # a 4x rerun moved the figure: no further run settles it here
-    hint = ("; more budget overturns a failure here, so a setting where it fails is needed" if overturned
-            else f"; `evalsuite reproduce {name}` runs what is missing")
+    hint = (f"; `evalsuite reproduce {name}` runs what is missing" if runnable
+            else "; more budget overturns a failure here, so a setting where it fails is needed")
     return Verdict(name, finding, INCONCLUSIVE, figures,
                    "undecided: " + ", ".join(k for k, v in checks.items() if v is None)
                    + (f" (to settle: {todo}{hint})" if todo else ""))
@@ -164,7 +170,8 @@ def verdict_softmax(runs, probes, p) -> Verdict:
                                                              "settings, so the training set-up, not the model, is in question")
     checks = {f"{c.label} >= {NEAR_PERFECT}": (True if c.learned_at(NEAR_PERFECT) and len(c.seeds) >= 2
                                                else False if c.settled_below(NEAR_PERFECT) else None) for c in cells}
-    return _judge(name, finding, figures, checks, _unsettled(cells) or "a second seed")
+    return _judge(name, finding, figures, checks, _unsettled(cells) or "a second seed",
+                  runnable=_runnable(cells))
 
 
 # ---- 2. elu+1 depends on width and D --------------------------------------------------------------
@@ -203,7 +210,8 @@ def verdict_linear_width(runs, probes, p) -> Verdict:
         else False if few.learned and contradicted(few, many) else None
     return _judge(name, finding, figures, {f"falls short of softmax at d_model {ref}": short,
                                            f"improves from d_model {w0} to {w1}": grows,
-                                           f"drops from D={lo} to D={hi}": drops}, _unsettled(cells))
+                                           f"drops from D={lo} to D={hi}": drops}, _unsettled(cells),
+                  runnable=_runnable(cells))
 
 
 # ---- 3. capacity knee -----------------------------------------------------------------------------
@@ -329,7 +337,7 @@ def verdict_delta(runs, probes, p) -> Verdict:
     figures.append("gap (delta - elu+1): " + ", ".join(f"d_model {w}: {gaps[w]:+.3f}" for w in ws))
     return _judge(name, finding, figures, {"delta above elu+1 at equal or smaller state": beat,
                                            f"gap at d_model {small} at least the gap at {large} (margin {MARGIN})": most_small},
-                  _unsettled(cells))
+                  _unsettled(cells), runnable=_runnable(cells))
 
 
 # ---- 5. hybrids recover recall --------------------------------------------------------------------
@@ -365,7 +373,8 @@ def verdict_hybrid(runs, probes, p) -> Verdict:
     recovers = (True if rec[top.label] >= RECOVERED and top.learned
                 else False if all(h.settled_below(lin.acc + RECOVERED * gap) for h in hybrids) else None)
     return _judge(name, finding, figures, {"pure elu+1 falls short of softmax, at 4x the budget too": fails,
-                                           f"a hybrid recovers >= {RECOVERED:.0%} of the gap": recovers}, _unsettled(cells))
+                                           f"a hybrid recovers >= {RECOVERED:.0%} of the gap": recovers}, _unsettled(cells),
+                  runnable=_runnable(cells))
 
 
 def cells_pair(runs, task: str, **where) -> list[Cell]:
@@ -390,7 +399,7 @@ def verdict_listops(runs, probes, p) -> Verdict:
              else False if contradicted(soft, lin) else None)
     far = max(soft.acc, lin.acc) < 0.9
     return _judge(name, finding, figures, {"softmax above elu+1": order, "both far below 100% (< 0.9)": far},
-                  _unsettled([soft, lin]))
+                  _unsettled([soft, lin]), runnable=_runnable([soft, lin]))
 
 
 # ---- 7. Copy --------------------------------------------------------------------------------------
@@ -410,7 +419,8 @@ def verdict_copy(runs, probes, p) -> Verdict:
                                                              f"{_fmt(soft.loss)} is not below {LOW_LOSS}")
     low = (True if lin.loss < LOW_LOSS and len(lin.seeds) >= 2 and len(soft.seeds) >= 2
            else False if lin.loss >= LOW_LOSS and lin.stable else None)
-    return _judge(name, finding, figures, {f"both test losses below {LOW_LOSS}": low}, _unsettled([lin]) or "a second seed")
+    return _judge(name, finding, figures, {f"both test losses below {LOW_LOSS}": low}, _unsettled([lin]) or "a second seed",
+                  runnable=_runnable([soft, lin]))
 
 
 def _fmt_steps(c: Cell) -> str:
