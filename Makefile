@@ -5,12 +5,12 @@ VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# the report test drives Debian's Chromium (through Playwright); installed here when missing
 CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# extra options: make run ARGS="--seed 1", make test PYTEST_ARGS="-k report"
 ARGS ?=
-PYTEST_CHROMIUM ?= /usr/bin/chromium
-SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-ARGS ?=
+PYTEST_ARGS ?=
 
 .PHONY: run test install clean
 run: $(STAMP)
@@ -19,7 +19,6 @@ run: $(STAMP)
 test: $(STAMP) $(CHROMIUM)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
-# The report test drives Debian's Chromium (through Playwright); installed here when missing.
 $(CHROMIUM):
 	$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium
 
@@ -32,4 +31,4 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 clean:
-	rm -rf $(VENV) results test-artifacts .pytest_cache
+	rm -rf $(VENV) results test-artifacts .pytest_cache build dist

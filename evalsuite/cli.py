@@ -314,7 +314,7 @@ def sweep(spec, executor, workers, address, device, store_path, retry_failed, sh
 @click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
               help="reproduction report [default: results/reports/reproduce-SCALE.html]")
 def reproduce(names, scale, list_only, executor, workers, address, device, store_path, verdicts_only, output):
-    """Run the experiments behind FINDINGS.md (all, or NAMES) and judge each from the stored results."""
+    """Run the experiments behind docs/FINDINGS.md (all, or NAMES) and judge each from the stored results."""
     from evalsuite import reproduce as rep
     from evalsuite import sweep as sweeps
     from evalsuite.reports import builder

@@ -24,6 +24,8 @@ def resolve_device(device: str = "auto") -> torch.device:
 @functools.lru_cache(maxsize=1)
 def git_commit() -> str | None:
     root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists():  # an installed copy (wheel), not a checkout
+        return None
     try:
         out = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
                              text=True, timeout=5)

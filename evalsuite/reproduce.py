@@ -1,4 +1,4 @@
-"""Reproduce the literature: each finding of FINDINGS.md as a sweep (or probe) plus a verdict.
+"""Reproduce the literature: each finding of docs/FINDINGS.md as a sweep (or probe) plus a verdict.
 
 A verdict reads only stored results. It states the finding, the figures that bear on it, and
 ``reproduced``, ``not reproduced`` or ``inconclusive`` (with why); it never claims what was not

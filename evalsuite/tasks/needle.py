@@ -1,4 +1,4 @@
-"""Needle in a haystack at the token level (the suite's own definition; see TASKS.md).
+"""Needle in a haystack at the token level (the suite's own definition; see docs/TASKS.md).
 
 A needle ``MARK k v`` sits at a chosen depth of a haystack; the sequence ends with ``MARK k`` and
 the target is ``v``. Haystacks: ``repeat`` (a fixed pattern, low entropy) or ``random`` (filler
