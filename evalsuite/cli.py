@@ -1,17 +1,26 @@
-"""Command line: ``evalsuite run | list | sample | report | bench``.
+"""Command line: ``evalsuite run | sample | list | report | sweep | reproduce | bench | analyze``.
 
-Exit status: 0 success, 1 a run that failed or diverged (the store says why), 2 bad input.
+Exit status: 0 success, 1 a run that failed, diverged or was interrupted (the store says why), 2
+bad input (one ``Error:`` line naming the parameter, before any work starts). Every error the
+suite raises on purpose (``evalsuite.errors``) and every OS error becomes one ``Error:`` line;
+``--debug`` (or ``EVALSUITE_DEBUG=1``) shows the traceback instead.
 """
 from __future__ import annotations
 
+import os
 import re
+import signal
+import sqlite3
 import sys
 from pathlib import Path
 
 import click
 
 from evalsuite import __version__
-from evalsuite.registry import UnknownName
+from evalsuite.errors import EvalsuiteError, Interrupted
+
+MAX_SEED = 2**31 - 1
+MAX_PAIRS = 65_536
 
 
 class BadInput(click.ClickException):
@@ -20,19 +29,103 @@ class BadInput(click.ClickException):
     exit_code = 2
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Failure(click.ClickException):
+    """One ``Error:`` line with the exit status of the error behind it."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def _os_message(exc: OSError) -> str:
+    where = f": {exc.filename}" if exc.filename else ""
+    return f"{exc.strerror or exc}{where}"
+
+
+def _raise_interrupted(signum, frame):
+    raise Interrupted()
+
+
+class Main(click.Group):
+    """The one error path: messages instead of tracebacks, at the boundary of every command."""
+
+    def invoke(self, ctx):
+        previous = None
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # SIGTERM ends a run like Ctrl-C: recorded
+            try:
+                previous = signal.signal(signal.SIGTERM, _raise_interrupted)
+            except ValueError:  # not the main thread
+                previous = None
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except (KeyboardInterrupt, Interrupted) as exc:
+            what = "Ctrl-C" if isinstance(exc, KeyboardInterrupt) else "SIGTERM"
+            click.echo(f"Error: interrupted by {what}; unfinished runs are recorded as interrupted "
+                       f"(run the same command again to resume)", err=True)
+            sys.exit(130)
+        except Exception as exc:
+            if ctx.meta.get("debug") or os.environ.get("EVALSUITE_DEBUG") == "1":
+                raise
+            if isinstance(exc, EvalsuiteError):
+                raise Failure(str(exc), exc.exit_code) from None
+            if isinstance(exc, OSError):
+                raise Failure(_os_message(exc), 2) from None
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise Failure(f"--store: the results store cannot be used: {exc}", 2) from None
+            if isinstance(exc, MemoryError):
+                raise Failure("out of memory; use smaller sizes (the message above names them)", 1) from None
+            raise
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+
+@click.group(cls=Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="evalsuite")
-def main() -> None:
+@click.option("--debug", is_flag=True, help="show tracebacks instead of one-line errors")
+@click.pass_context
+def main(ctx, debug) -> None:
     """evalsuite: does your sequence mixer actually remember?"""
+    ctx.meta["debug"] = debug
 
 
-def _resolve_or_exit(**kwargs) -> dict:
-    from evalsuite import config as cfg
+# options shared by several commands
+def device_option(command):
+    return click.option("--device", default="auto", show_default=True, type=click.Choice(["auto", "cpu", "cuda"]),
+                        help="auto: CUDA when present")(command)
 
-    try:
-        return cfg.resolve(**kwargs)
-    except cfg.ConfigError as exc:
-        raise BadInput(str(exc)) from None
+
+def store_option(command):
+    return click.option("--store", "store_path", default=None, type=click.Path(),
+                        help="SQLite results store [default: $EVALSUITE_STORE or results/evalsuite.db]")(command)
+
+
+def threads_option(command):
+    return click.option("--threads", default=None, type=click.IntRange(min=1),
+                        help="CPU threads per run [default: $OMP_NUM_THREADS if set; else all cores for one run, "
+                             "the cores divided among sweep workers]")(command)
+
+
+def overwrite_option(command):
+    return click.option("--overwrite", is_flag=True, help="replace an existing output file")(command)
+
+
+def _set_threads(threads: int | None) -> None:
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
+def _open_store(store_path, must_exist: bool = False):
+    from evalsuite.store import Store
+
+    store = Store(store_path)
+    if must_exist and not store.path.exists():
+        raise BadInput(f"--store: no results store at {store.path}; run `evalsuite run ...` first")
+    return store
 
 
 @main.command()
@@ -42,43 +135,52 @@ def _resolve_or_exit(**kwargs) -> dict:
 @click.option("--preset", default="default", show_default=True, help="named preset (see `evalsuite list presets`)")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="override a config value, e.g. --set train.lr=0.001 (a bare key works when unambiguous)")
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0))
-@click.option("--device", default="auto", show_default=True, type=click.Choice(["auto", "cpu", "cuda"]))
-@click.option("--store", "store_path", default=None, type=click.Path(dir_okay=False),
-              help="SQLite results store [default: results/evalsuite.db or $EVALSUITE_STORE]")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, MAX_SEED))
+@device_option
+@store_option
+@threads_option
 @click.option("--out", default="results/reports", show_default=True, type=click.Path(file_okay=False),
               help="folder for the HTML report")
 @click.option("--force", is_flag=True, help="train again even if the store holds this run")
 @click.option("--no-report", is_flag=True, help="skip the HTML report")
-def run(task, model, feature_map, preset, overrides, seed, device, store_path, out, force, no_report):
+def run(task, model, feature_map, preset, overrides, seed, device, store_path, threads, out, force, no_report):
     """Train MODEL on TASK, print a summary, record it in the store and write its report."""
-    from evalsuite import environment
+    from evalsuite import config as cfg
+    from evalsuite import environment, files
     from evalsuite.pipeline import execute
-    from evalsuite.store import Store
 
-    config = _resolve_or_exit(task=task, model=model, preset=preset, overrides=overrides,
-                              feature_map=feature_map, seed=seed)
-    try:
-        dev = environment.resolve_device(device)
-    except ValueError as exc:
-        raise BadInput(str(exc)) from None
-    store = Store(store_path)
-    click.echo(f"evalsuite run: {model} on {task} (preset {preset}, seed {seed}, device {dev})", err=True)
+    config = cfg.resolve(task=task, model=model, preset=preset, overrides=overrides, feature_map=feature_map,
+                         seed=seed)
+    dev = environment.resolve_device(device)
+    store = _open_store(store_path)
+    report = None if no_report else files.check_output(Path(out) / f"{cfg.run_id(config)}.html", "--out",
+                                                       store=store.path)
+    _set_threads(threads)
+    click.echo(f"evalsuite run: {model} on {task} (preset {preset}, seed {seed}, device {dev}, "
+               f"{_threads()} thread{'s' if _threads() != 1 else ''})", err=True)
     result = execute(config, device=device, store=store, force=force)
-    report = None
-    if not no_report:
+    if report is not None:
         from evalsuite.reports import builder
 
-        report = builder.write([_as_report_run(result)], Path(out) / f"{result.run_id}.html",
-                               title=f"evalsuite: {model} on {task}")
+        try:
+            builder.write([_as_report_run(result)], report, title=f"evalsuite: {model} on {task}")
+        except OSError as exc:  # the run is recorded; say so and go on
+            result.warnings.append(f"report not written: {_os_message(exc)}")
+            report = None
     click.echo(_summary(result, store.path, report))
     if not result.ok:
         sys.exit(1)
 
 
+def _threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
 def _as_report_run(result) -> dict:
     return {"run_id": result.run_id, "config": result.config, "status": result.status, "metrics": result.metrics,
-            "error": result.error, "env": result.env, "history": result.history}
+            "error": result.error, "warnings": result.warnings, "env": result.env, "history": result.history}
 
 
 def _summary(result, store_path, report) -> str:
@@ -108,6 +210,7 @@ def _summary(result, store_path, report) -> str:
         rows += [("parameters", f"{m['parameters']:,}"),
                  ("state size", f"{m['state_size']:,} floats per sequence at T={m['seq_len']} "
                                 f"({m['state_size'] * 4 / 1024:.1f} KiB in fp32)")]
+    rows += [("warning", w) for w in result.warnings]
     rows.append(("store", str(store_path)))
     if report is not None:
         rows.append(("report", str(report)))
@@ -120,20 +223,24 @@ def _summary(result, store_path, report) -> str:
 @click.option("--preset", default="default", show_default=True, help="the task's preset")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="override a task parameter")
 @click.option("-n", "count", default=3, show_default=True, type=click.IntRange(min=1), help="examples")
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0))
-@click.option("--out", default=None, type=click.Path(dir_okay=False),
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, MAX_SEED))
+@click.option("--out", default=None, type=click.Path(),
               help="export the examples to FILE.jsonl or FILE.npz instead of printing them")
-def sample(task, preset, overrides, count, seed, out):
-    """Print examples of a task with the graded positions marked [input => target], or export them."""
+@overwrite_option
+def sample(task, preset, overrides, count, seed, out, overwrite):
+    """Print examples of a task with the graded positions marked [input => target], or export them.
+    Writes nothing but ``--out`` (no cache)."""
     from evalsuite import config as cfg
+    from evalsuite import files
+    from evalsuite.store import default_path
 
-    if out is not None and Path(out).suffix not in (".jsonl", ".npz"):
-        raise BadInput(f"--out: the file must end in .jsonl or .npz, got {out!r}")
-    try:
-        section, task_obj = cfg.resolve_task(task, preset=preset, overrides=overrides)
-    except cfg.ConfigError as exc:
-        raise BadInput(str(exc)) from None
-    batch = task_obj.generate(count, seed)
+    if out is not None:
+        if Path(out).suffix not in (".jsonl", ".npz"):
+            raise BadInput(f"--out: the file must end in .jsonl or .npz, got {out!r}")
+        files.check_output(out, "--out", store=default_path(), overwrite=overwrite)
+    section, task_obj = cfg.resolve_task(task, preset=preset, overrides=overrides)
+    cfg.check_memory([(task_obj, count)], what="-n")
+    batch = task_obj.generate(count, seed, cache_dir=False)
     if out is not None:
         _export(batch, Path(out), section)
         click.echo(f"wrote {count} examples of {task} to {out}")
@@ -155,19 +262,19 @@ def _export(batch, path: Path, section: dict) -> None:
 
     import numpy as np
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp" + path.suffix)
+    from evalsuite import files
+
     scored = batch.score_mask
     if path.suffix == ".npz":
-        np.savez_compressed(tmp, inputs=batch.inputs.numpy(), targets=batch.targets.numpy(), scored=scored.numpy(),
-                            task=json.dumps(section), **{f"meta_{k}": v.numpy() for k, v in batch.meta.items()})
-    else:
-        with open(tmp, "w") as f:
-            for i in range(len(batch)):
-                f.write(json.dumps({"inputs": batch.inputs[i].tolist(), "targets": batch.targets[i].tolist(),
-                                    "scored": scored[i].nonzero()[:, 0].tolist(),
-                                    "meta": {k: v[i].item() for k, v in batch.meta.items()}, "task": section}) + "\n")
-    tmp.replace(path)
+        files.atomic_write(path, lambda f: np.savez_compressed(
+            f, inputs=batch.inputs.numpy(), targets=batch.targets.numpy(), scored=scored.numpy(),
+            task=json.dumps(section), **{f"meta_{k}": v.numpy() for k, v in batch.meta.items()}))
+        return
+    lines = [json.dumps({"inputs": batch.inputs[i].tolist(), "targets": batch.targets[i].tolist(),
+                         "scored": scored[i].nonzero()[:, 0].tolist(),
+                         "meta": {k: v[i].item() for k, v in batch.meta.items()}, "task": section})
+             for i in range(len(batch))]
+    files.write_text(path, "\n".join(lines) + "\n")
 
 
 LISTABLE = ("tasks", "models", "feature-maps", "presets")
@@ -221,20 +328,20 @@ def _listing(kind: str) -> list[str]:
 
 
 @main.command()
-@click.option("--store", "store_path", default=None, type=click.Path(dir_okay=False), help="results store to read")
-@click.option("-o", "--output", default="results/report.html", show_default=True, type=click.Path(dir_okay=False))
+@store_option
+@click.option("-o", "--output", default="results/report.html", show_default=True, type=click.Path())
 @click.option("--plot-format", default="png", show_default=True, type=click.Choice(["png", "svg"]),
               help="png (small) or svg (for publication) for the summary plots")
 @click.option("--open", "open_after", is_flag=True, help="open the report in the default browser")
 @click.option("--sweep", "sweep_id", default=None, help="only the runs of this sweep (id or unique prefix)")
 def report(store_path, output, plot_format, open_after, sweep_id):
-    """Write a self-contained HTML report of every run in the store (or one sweep)."""
+    """Write a self-contained HTML report of every run in the store (or one sweep). Reads the
+    store without modifying it."""
+    from evalsuite import files
     from evalsuite.reports import builder
-    from evalsuite.store import Store
 
-    store = Store(store_path)
-    if not store.path.exists():
-        raise BadInput(f"--store: no results store at {store.path}; run `evalsuite run ...` first")
+    store = _open_store(store_path, must_exist=True)
+    files.check_output(output, "--output", store=store.path)
     run_ids = None
     if sweep_id:
         try:
@@ -249,29 +356,30 @@ def report(store_path, output, plot_format, open_after, sweep_id):
         click.launch(str(path.resolve()))
 
 
+def _executor_options(command):
+    for option in reversed([
+            click.option("--executor", default="local", show_default=True, type=click.Choice(["local", "ray"])),
+            click.option("--workers", default=None, type=click.IntRange(min=1),
+                         help="parallel runs [default: 1 on CPU (all cores), one per GPU]"),
+            click.option("--address", default=None, help="Ray: join the cluster at this address instead of starting one"),
+            device_option, store_option, threads_option]):
+        command = option(command)
+    return command
+
+
 @main.command()
 @click.argument("spec", type=click.Path(dir_okay=False))
-@click.option("--executor", default="local", show_default=True, type=click.Choice(["local", "ray"]))
-@click.option("--workers", default=None, type=click.IntRange(min=1),
-              help="parallel runs [default: 1 on CPU (all cores), one per GPU]")
-@click.option("--address", default=None, help="Ray: join the cluster at this address instead of starting one")
-@click.option("--device", default="auto", show_default=True, type=click.Choice(["auto", "cpu", "cuda"]))
-@click.option("--store", "store_path", default=None, type=click.Path(dir_okay=False))
+@_executor_options
 @click.option("--retry-failed", is_flag=True, help="run failed and diverged points again")
-@click.option("--status", "show_status", is_flag=True, help="show done, running, failed and left; run nothing")
+@click.option("--status", "show_status", is_flag=True, help="show done, running, interrupted, failed and left; run nothing")
 @click.option("--report/--no-report", default=True, show_default=True, help="write the sweep's HTML report at the end")
-def sweep(spec, executor, workers, address, device, store_path, retry_failed, show_status, report):
+def sweep(spec, executor, workers, address, device, store_path, threads, retry_failed, show_status, report):
     """Run the grid in SPEC (YAML or TOML); running it again resumes (finished runs are skipped)."""
     from evalsuite import sweep as sweeps
-    from evalsuite.store import Store
+    from evalsuite.executors import get_executor
 
-    store = Store(store_path)
-    try:
-        points = sweeps.expand(sweeps.load_spec(spec))
-        if not show_status:
-            _device_name(device)
-    except sweeps.SweepError as exc:
-        raise BadInput(str(exc)) from None
+    store = _open_store(store_path)
+    points = sweeps.expand(sweeps.load_spec(spec))
     if show_status:
         if store.path.exists():
             sweeps.ingest_incoming(store)
@@ -279,23 +387,28 @@ def sweep(spec, executor, workers, address, device, store_path, retry_failed, sh
         click.echo(f"{len(points)} runs: " + ", ".join(f"{len(v)} {k}" for k, v in state.items()))
         for p in state["failed"]:
             row = store.get(p.run_id)
-            click.echo(f"  failed  {p.run_id}  {sweeps._show(p.axes)}: {(row['error'] or '').strip().splitlines()[0][:100]}")
+            click.echo(f"  failed  {p.run_id}  {sweeps.describe(p.axes)}: {(row['error'] or '').strip().splitlines()[0][:100]}")
         for p in state["running"]:
-            click.echo(f"  running {p.run_id}  {sweeps._show(p.axes)} (in progress, or interrupted: rerun to resume)")
+            click.echo(f"  running {p.run_id}  {sweeps.describe(p.axes)} (by a live process)")
+        for p in state["interrupted"]:
+            click.echo(f"  interrupted {p.run_id}  {sweeps.describe(p.axes)} (interrupted, or its process is gone: "
+                       f"rerun the sweep to run it again)")
         return
-    try:
-        summary = sweeps.run_sweep(spec, store=store, executor=executor, workers=workers, device=device,
-                                   retry_failed=retry_failed, address=address, echo=click.echo)
-    except ValueError as exc:
-        raise BadInput(str(exc)) from None
+    _device_name(device)
+    get_executor(executor, workers=workers, device=device, address=address, threads=threads)  # refuse bad options first
+    summary = sweeps.run_sweep(spec, store=store, executor=executor, workers=workers, device=device, threads=threads,
+                               retry_failed=retry_failed, address=address, echo=click.echo)
     if report:
         from evalsuite.reports import builder
 
         _, run_ids = store.sweep_runs(summary["sweep_id"])
         runs = store.runs(run_ids)
-        path = builder.write(runs, store.path.parent / "reports" / f"sweep-{summary['sweep_id']}.html",
-                             title=f"evalsuite sweep {Path(spec).stem}: {len(runs)} runs", probes=store.probes())
-        click.echo(f"report   {path}")
+        try:
+            path = builder.write(runs, store.path.parent / "reports" / f"sweep-{summary['sweep_id']}.html",
+                                 title=f"evalsuite sweep {Path(spec).stem}: {len(runs)} runs", probes=store.probes())
+            click.echo(f"report   {path}")
+        except OSError as exc:
+            click.echo(f"warning  report not written: {_os_message(exc)}", err=True)
     if summary["failed"]:
         sys.exit(1)
 
@@ -305,33 +418,30 @@ def sweep(spec, executor, workers, address, device, store_path, retry_failed, sh
 @click.option("--scale", default="cpu", show_default=True, type=click.Choice(["cpu", "paper"]),
               help="cpu: sizes that run here in about an hour; paper: the published sizes (a GPU or a cluster)")
 @click.option("--list", "list_only", is_flag=True, help="name each experiment, its source and expected run time")
-@click.option("--executor", default="local", show_default=True, type=click.Choice(["local", "ray"]))
-@click.option("--workers", default=None, type=click.IntRange(min=1))
-@click.option("--address", default=None, help="Ray cluster address")
-@click.option("--device", default="auto", show_default=True, type=click.Choice(["auto", "cpu", "cuda"]))
-@click.option("--store", "store_path", default=None, type=click.Path(dir_okay=False))
-@click.option("--verdicts-only", is_flag=True, help="judge what the store holds; run nothing")
-@click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
-              help="reproduction report [default: results/reports/reproduce-SCALE.html]")
-def reproduce(names, scale, list_only, executor, workers, address, device, store_path, verdicts_only, output):
+@_executor_options
+@click.option("--verdicts-only", is_flag=True, help="judge what the store holds; run nothing (the store is only read)")
+@click.option("-o", "--output", default=None, type=click.Path(),
+              help="reproduction report [default: reports/reproduce-SCALE.html beside the store]")
+def reproduce(names, scale, list_only, executor, workers, address, device, store_path, threads, verdicts_only, output):
     """Run the experiments behind docs/FINDINGS.md (all, or NAMES) and judge each from the stored results."""
+    from evalsuite import files
     from evalsuite import reproduce as rep
     from evalsuite import sweep as sweeps
+    from evalsuite.executors import get_executor
     from evalsuite.reports import builder
-    from evalsuite.store import Store
 
     if list_only:
         for e in rep.EXPERIMENTS.values():
             click.echo(f"{e.name:<16} {e.source}\n{'':<17}{e.finding}\n{'':<17}expected: about {e.minutes['cpu']:g} min "
                        f"at cpu scale on 2 cores; about {e.minutes['paper']:g} GPU-min at paper scale")
         return
-    try:
-        names = rep.check_names(names)
-        if not verdicts_only:
-            _device_name(device)
-    except ValueError as exc:
-        raise BadInput(str(exc)) from None
-    store = Store(store_path)
+    names = rep.check_names(names)
+    store = _open_store(store_path, must_exist=verdicts_only)
+    output = files.check_output(output or store.path.parent / "reports" / f"reproduce-{scale}.html", "--output",
+                                store=store.path)
+    if not verdicts_only:
+        _device_name(device)
+        get_executor(executor, workers=workers, device=device, address=address, threads=threads)
     run_ids: list[str] = []
     for name in names:
         exp = rep.EXPERIMENTS[name]
@@ -341,7 +451,8 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
         if verdicts_only:
             continue
         click.echo(f"== {name}: {exp.finding}")
-        options = dict(store=store, executor=executor, workers=workers, device=device, address=address, echo=click.echo)
+        options = dict(store=store, executor=executor, workers=workers, device=device, address=address, threads=threads,
+                       echo=click.echo)
         if spec is not None:
             sweeps.run_sweep(spec, **options)
             rep.escalate(exp, scale, store, lambda sweep_name, configs: sweeps.run_configs(configs, name=sweep_name, **options),
@@ -355,9 +466,8 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
         for f in v.figures:
             click.echo(f"{'':<17}{f}")
     runs = list({r["run_id"]: r for name in names for r in rep.experiment_runs(rep.EXPERIMENTS[name], scale, store)}.values())
-    path = builder.write(runs, output or store.path.parent / "reports" / f"reproduce-{scale}.html",
-                         title=f"evalsuite: reproducing the literature ({scale} scale)", probes=store.probes(),
-                         preamble=rep.verdict_html(verdicts))
+    path = builder.write(runs, output, title=f"evalsuite: reproducing the literature ({scale} scale)",
+                         probes=store.probes(), preamble=rep.verdict_html(verdicts))
     click.echo(f"report   {path}")
 
 
@@ -451,7 +561,7 @@ def _table(df, floatfmt: str = "{:.3f}") -> str:
 @click.option("--memory", default="linear", show_default=True, type=click.Choice(["softmax", "linear", "delta"]))
 @click.option("--feature-map", default=None, help="feature map of a linear memory (default elu1)")
 @click.option("--option", "map_options", multiple=True, metavar="KEY=VALUE", help="feature-map option, e.g. nu=2")
-@click.option("--d-key", default=16, show_default=True, type=click.IntRange(min=1))
+@click.option("--d-key", default=16, show_default=True, type=click.IntRange(1, 1024))
 @click.option("--pairs", default="4,8,12,16,24,32,48,64", show_default=True, help="numbers of stored pairs S")
 @click.option("--trained/--analytic", default=False, show_default=True,
               help="train the one-layer probe per S (Schlag et al. 6.1) or write random pairs without training")
@@ -462,16 +572,25 @@ def _table(df, floatfmt: str = "{:.3f}") -> str:
               help="trained probe: schlag = Schlag et al. 6.1 (one-hot values, own query projection, held-out knee); "
                    "tied = random unit values, query through the key projection")
 @click.option("--threshold", default=0.99, show_default=True, type=click.FloatRange(0, 1))
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0))
-@click.option("--csv", "csv_path", default=None, type=click.Path(dir_okay=False), help="also write the table as CSV")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, MAX_SEED))
+@click.option("--csv", "csv_path", default=None, type=click.Path(), help="also write the table as CSV")
+@overwrite_option
 @click.option("--save", is_flag=True, help="record the rows in the store (the report's capacity section shows them)")
-@click.option("--store", "store_path", default=None, type=click.Path(dir_okay=False))
+@store_option
 def analyze_capacity(memory, feature_map, map_options, d_key, pairs, trained, setting, steps, variant, threshold, seed,
-                     csv_path, save, store_path):
+                     csv_path, overwrite, save, store_path):
     """Retrieval accuracy of one memory as the number of stored pairs grows; prints the knee."""
-    from evalsuite import analysis
+    from evalsuite import analysis, files
     from evalsuite.config import parse_value
 
+    store = _open_store(store_path) if save else None
+    if csv_path:
+        from evalsuite.store import check_path
+
+        files.check_output(csv_path, "--csv", store=check_path(store_path), overwrite=overwrite)
+    pair_counts = _lengths(pairs, "pairs")
+    if max(pair_counts) > MAX_PAIRS:
+        raise BadInput(f"--pairs: at most {MAX_PAIRS} pairs, got {max(pair_counts)}")
     options = {}
     for item in map_options:
         key, sep, value = item.partition("=")
@@ -480,19 +599,17 @@ def analyze_capacity(memory, feature_map, map_options, d_key, pairs, trained, se
         options[key.strip()] = parse_value(value.strip())
     extra = dict(setting=int(setting), steps=steps, variant=variant, echo=click.echo) if trained else {}
     try:
-        df = analysis.capacity_probe(memory, feature_map=feature_map, d_key=d_key, pairs=_lengths(pairs, "pairs"),
+        df = analysis.capacity_probe(memory, feature_map=feature_map, d_key=d_key, pairs=pair_counts,
                                      trained=trained, seed=seed, feature_map_options=options or None, **extra)
-    except (ValueError, TypeError, UnknownName) as exc:
+    except (ValueError, TypeError) as exc:  # a feature-map option it does not take, a bad value
         raise BadInput(str(exc)) from None
     click.echo(_table(df[["memory", "pairs", "accuracy", "loss", "state_floats"]]))
     click.echo(f"knee (largest S at >= {threshold}): {analysis.knee(df, threshold)}; "
                f"50% point: {analysis.half_point(df):.1f}")
     if csv_path:
-        df.to_csv(csv_path, index=False)
-    if save:
-        from evalsuite.store import Store
-
-        Store(store_path).add_probes(df)
+        files.write_text(csv_path, df.to_csv(index=False))
+    if store is not None:
+        store.add_probes(df)
 
 
 @analyze.command(name="sharpness")
@@ -529,7 +646,9 @@ def analyze_interference(run, store_path, examples):
     click.echo(_table(pd.DataFrame(inter_mod.summarize(queries, ex))))
     click.echo("\nagainst the number of stored keys:")
     click.echo(_table(inter_mod.by_keys(ex)))
-    with __import__("torch").no_grad():
+    import torch
+
+    with torch.no_grad():
         errors = classify_errors(x, y, model(x).argmax(-1))
     click.echo(f"\nanswers: {errors['correct']} right, {errors['other_value']} another value of the context "
                f"(interference), {errors['not_a_value']} not a value there")

@@ -7,22 +7,30 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import os
 from typing import Any, Iterable, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from evalsuite import models as model_zoo
 from evalsuite import tasks as task_zoo
+from evalsuite.errors import UserError
+from evalsuite.params import Params
 from evalsuite.registry import UnknownName
 
 SECTIONS = ("task", "model", "train")
+MAX_SEED = 2**31 - 1
+MAX_SEGMENTS = 64  # training segments plus eval segments: each gets its own data seed
+MAX_STEPS = 10_000_000  # days of training at CPU speed; more is a typo (train.epochs=1e9)
+MEMORY_CHECK_ENV = "EVALSUITE_MEMORY_CHECK"  # "off": try sizes that the estimate says do not fit
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError):
     """Invalid user input; the message names the parameter and what is allowed."""
 
 
-class ModelConfig(BaseModel):
+class ModelConfig(Params):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     d_model: int = Field(64, ge=1, description="model width")
@@ -32,7 +40,7 @@ class ModelConfig(BaseModel):
     feature_map_options: dict[str, Any] = Field(default_factory=dict, description='options of the feature map, e.g. {"nu": 2} for dpfp')
 
 
-class TrainConfig(BaseModel):
+class TrainConfig(Params):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     lr: float = Field(1e-3, gt=0, le=10, description="peak learning rate (AdamW)")
@@ -88,11 +96,14 @@ def _format_validation(section: str, err: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def parse_value(text: str) -> Any:
-    """``--set`` values: JSON where it parses (numbers, true/false, null, lists), else the string."""
+def parse_value(text: str, key: str = "") -> Any:
+    """``--set`` values: JSON where it parses (numbers, true/false, null, lists), else the string.
+    A value that starts like a JSON list, object or string must parse."""
     try:
         return json.loads(text)
-    except (json.JSONDecodeError, ValueError):
+    except (json.JSONDecodeError, ValueError) as exc:
+        if text.lstrip()[:1] in ("[", "{", '"'):
+            raise ConfigError(f"--set {key or text}: the value {text!r} is not valid JSON ({exc})") from None
         return text
 
 
@@ -130,12 +141,16 @@ def apply_overrides(sections: dict[str, dict], overrides: Iterable[str] | Mappin
     if isinstance(overrides, Mapping):
         items = list(overrides.items())
     else:  # command-line strings: parse the values
-        items = [(k, parse_value(v)) for k, v in map(_split_assignment, overrides)]
+        items = [(k, parse_value(v, k)) for k, v in map(_split_assignment, overrides)]
     for key, value in items:
         section, _, name = key.rpartition(".")
         if section:
             if section not in SECTIONS:
                 raise ConfigError(f"--set {key}: unknown section {section!r}; use one of {', '.join(SECTIONS)}")
+            if not keys[section]:
+                takes = [s for s in SECTIONS if keys[s]]
+                raise ConfigError(f"--set {key}: this command takes no {section} settings, only "
+                                  + "; ".join(f"{s}.{{{', '.join(sorted(keys[s]))}}}" for s in takes))
             if name not in keys[section]:
                 raise ConfigError(f"--set {key}: unknown key {name!r} in section {section!r}; valid keys: "
                                   f"{', '.join(sorted(keys[section]))}")
@@ -163,8 +178,8 @@ def resolve(task: str, model: str, *, preset: str = "default", overrides: Iterab
     """Validated, canonical configuration: ``{"task": {...}, "model": {...}, "train": {...}, "seed": n}``.
 
     Raises ``ConfigError`` (naming the parameter and the allowed values) on any invalid input."""
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ConfigError(f"--seed: must be a non-negative integer, got {seed!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
+        raise ConfigError(f"--seed: must be an integer from 0 to {MAX_SEED}, got {seed!r}")
     task_cls, mixer_cls = _task_class(task), _mixer_class(model)
     task_preset = dict(task_cls.presets.get(preset, {}))
     base = task_preset.pop("preset_base", preset)
@@ -205,19 +220,91 @@ def resolve(task: str, model: str, *, preset: str = "default", overrides: Iterab
         if max(seq_lens) > backbone.max_len:
             raise ConfigError(f"model.max_len: {backbone.max_len} is shorter than the training length {max(seq_lens)}")
     model_section = {"name": model, **model_cfg.model_dump(), **backbone.model_dump(), **mixer_opts.model_dump()}
-    _check_model_builds(model_section, vocab, mixer_cls)
+    plugins = _plugin_files(model_section)
+    n_params = _check_model_builds(model_section, vocab, mixer_cls)
 
     try:
         train_cfg = TrainConfig(**sections["train"])
     except ValidationError as err:
         raise ConfigError(_format_validation("train", err)) from None
+    all_tasks = task_objs["train"] + task_objs["eval"]
+    check_memory([(t, train_cfg.num_train + train_cfg.num_val + train_cfg.num_test) for t in task_objs["train"]]
+                 + [(t, train_cfg.num_test) for t in task_objs["eval"]],
+                 what="the run", model_bytes=_model_bytes(n_params, train_cfg, model_cfg, max(t.seq_len for t in all_tasks)))
 
-    return {
-        "task": task_section,
-        "model": model_section,
-        "train": train_cfg.model_dump(),
-        "seed": seed,
-    }
+    _check_budget(train_cfg)
+    config = {"task": task_section, "model": model_section, "train": train_cfg.model_dump(), "seed": seed}
+    if plugins:
+        config["plugins"] = plugins  # contents, not names: an edited file is a new run
+    return config
+
+
+def _plugin_files(model_section: dict) -> dict[str, str]:
+    """``file.py:Attr`` references of the model and feature map, made absolute in place (a run can
+    be analysed from any folder), with the SHA-256 of each file's contents."""
+    from evalsuite.registry import file_digest, file_ref
+
+    out = {}
+    for key in ("name", "feature_map"):
+        ref = file_ref(model_section.get(key))
+        if ref is None:
+            continue
+        path, attr = ref
+        try:
+            digest = file_digest(path)
+        except OSError as exc:
+            raise ConfigError(f"--{'model' if key == 'name' else 'feature-map'}: cannot read {path}: {exc.strerror}") from None
+        model_section[key] = f"{path}:{attr}"
+        out[str(path)] = digest
+    return out
+
+
+def _check_budget(train: "TrainConfig") -> None:
+    if train.batch_size > train.num_train:
+        raise ConfigError(f"train.batch_size: {train.batch_size} is more than the {train.num_train} training examples "
+                          f"(train.num_train); each step could only use {train.num_train}")
+    steps = train.epochs * max(1, train.num_train // train.batch_size)
+    if steps > MAX_STEPS:
+        raise ConfigError(f"train.epochs: {train.epochs:g} epochs of {train.num_train // train.batch_size} steps is "
+                          f"{steps:.3g} steps; at most {MAX_STEPS:,} are allowed")
+
+
+def available_memory() -> int:
+    """Bytes this process may still allocate: MemAvailable, else free physical pages."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62
+
+
+def _model_bytes(n_params: int, train: "TrainConfig", model: "ModelConfig", seq_len: int) -> int:
+    # weights, gradients, two AdamW moments and the best checkpoint; activations of one batch
+    # (about 32 floats per width unit per layer per token, plus one T x T score matrix per head)
+    activations = train.batch_size * seq_len * model.n_layers * (32 * model.d_model + 2 * model.n_heads * seq_len) * 4
+    return 5 * 4 * n_params + activations
+
+
+def check_memory(sets: list[tuple[Any, int]], *, what: str, model_bytes: int = 0) -> None:
+    """Refuse (``ConfigError``, with the figures) data plus model that cannot fit in memory.
+    ``sets``: ``(task, examples)``; each example takes inputs and targets of ``seq_len`` int64."""
+    data = sum(3 * 8 * int(n) * t.seq_len for t, n in sets)
+    need = data + model_bytes
+    have = available_memory()
+    if need <= have or os.environ.get(MEMORY_CHECK_ENV) == "off":
+        return
+    gib = 2**30
+    examples = sum(int(n) for _, n in sets)
+    raise ConfigError(f"{what}: needs about {need / gib:,.1f} GiB ({data / gib:,.1f} GiB for {examples:,} examples of "
+                      f"length {max(t.seq_len for t, _ in sets):,}, {model_bytes / gib:,.1f} GiB for the model, its "
+                      f"optimizer and activations) but {have / gib:,.1f} GiB is available; use smaller sizes, or set "
+                      f"{MEMORY_CHECK_ENV}=off to try anyway")
 
 
 def _resolve_task(name: str, task_cls, params: dict) -> tuple[dict, dict[str, list]]:
@@ -245,12 +332,16 @@ def _resolve_task(name: str, task_cls, params: dict) -> tuple[dict, dict[str, li
             continue
         if not isinstance(segs, list) or not segs or not all(isinstance(s, dict) for s in segs):
             raise ConfigError(f"task.{key}: expected a non-empty list of parameter dicts, got {segs!r}")
+        if len(segs) + (len(segments or []) if key == "eval_segments" else 0) > MAX_SEGMENTS:
+            raise ConfigError(f"task.{key}: at most {MAX_SEGMENTS} segments (training and eval together), "
+                              f"got {len(segs) + (len(segments or []) if key == 'eval_segments' else 0)}")
         canonical, built = [], []
         for i, seg in enumerate(segs):
             seg = dict(seg)
             share = seg.pop("share", 1.0)
-            if key == "segments" and (not isinstance(share, (int, float)) or share <= 0):
-                raise ConfigError(f"task.segments[{i}].share: must be a positive number, got {share!r}")
+            if key == "segments" and (not isinstance(share, (int, float)) or isinstance(share, bool)
+                                      or not math.isfinite(share) or share <= 0):
+                raise ConfigError(f"task.segments[{i}].share: must be a positive finite number, got {share!r}")
             t = build(f"task.{key}[{i}]", {**base.params.model_dump(), **seg})
             built.append(t)
             canonical.append({**t.params.model_dump(), **({"share": float(share)} if key == "segments" else {})})
@@ -285,8 +376,9 @@ def resolve_task(task: str, *, preset: str = "default", overrides: Iterable[str]
     return section, objs["train"][0]
 
 
-def _check_model_builds(model_section: dict, vocab_size: int, mixer_cls) -> None:
-    """Build the model without allocating memory to surface constraints (divisibility, maps)."""
+def _check_model_builds(model_section: dict, vocab_size: int, mixer_cls) -> int:
+    """Build the model without allocating memory to surface constraints (divisibility, maps);
+    returns its number of parameters."""
     import torch
 
     fmap = model_section["feature_map"]
@@ -294,7 +386,7 @@ def _check_model_builds(model_section: dict, vocab_size: int, mixer_cls) -> None
         raise ConfigError(f"model.feature_map: model {model_section['name']!r} uses no feature map (got {fmap!r})")
     try:
         with torch.device("meta"):
-            build_model(model_section, vocab_size)
+            return build_model(model_section, vocab_size).num_parameters()
     except UnknownName as exc:
         raise ConfigError(f"--feature-map: {exc}") from None
     except (ValueError, TypeError) as exc:

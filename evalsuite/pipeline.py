@@ -6,6 +6,7 @@ from typing import Any
 
 from evalsuite import config as cfg
 from evalsuite import environment
+from evalsuite.errors import Interrupted
 from evalsuite.store import Store
 from evalsuite.train import RunResult, train_run
 
@@ -19,17 +20,34 @@ def execute(config: dict, *, device: str = "auto", store: Store | None = None, f
         row = store.get(run_id)
         if row is not None and row["status"] == "done":
             return RunResult(run_id=run_id, config=row["config"], status="done", metrics=row["metrics"],
-                             env=row["env"], history=store.history(run_id).to_dict("records"), cached=True)
+                             env=row["env"], history=store.history(run_id).to_dict("records"), cached=True,
+                             warnings=row["warnings"])
     env = environment.describe(dev)
-    if store is not None:
-        store.start(run_id, config, env)
-    result = train_run(config, dev, progress=progress)
+    if store is None:
+        result = train_run(config, dev, progress=progress)  # no store: no cache either
+        result.env = env
+        return result
+    store.start(run_id, config, env)
+    try:
+        result = train_run(config, dev, progress=progress, cache_dir=store.cache_dir)
+    except (KeyboardInterrupt, Interrupted) as exc:
+        store.interrupt([run_id], "interrupted by " + ("Ctrl-C" if isinstance(exc, KeyboardInterrupt) else "SIGTERM"))
+        raise
     result.env = env
-    if store is not None:
-        if result.ok and result.model is not None:
-            store.save_weights(run_id, result.model.state_dict())  # for `evalsuite analyze --run`
-        store.finish(run_id, result.status, result.metrics, result.error, result.history)
+    persist(store, result)
     return result
+
+
+def persist(store: Store, result: RunResult) -> None:
+    """Metrics first; then the weights, whose failure is a warning on a finished run, not a lost run."""
+    store.finish(result.run_id, result.status, result.metrics, result.error, result.history)
+    if result.ok and result.model is not None:
+        try:
+            store.save_weights(result.run_id, result.model.state_dict())  # for `evalsuite analyze --run`
+        except OSError as exc:
+            message = f"weights not saved ({exc}); `evalsuite analyze --run` needs them: rerun with --force"
+            store.warn(result.run_id, message)
+            result.warnings.append(message)
 
 
 def run(task: str, model: str, *, preset: str = "default", seed: int = 0, feature_map: str | None = None,

@@ -13,6 +13,7 @@ callable) that registers what it provides when loaded.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import importlib
 import importlib.util
 import sys
@@ -20,10 +21,12 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from evalsuite.errors import UserError
+
 ENTRY_POINT_GROUP = "evalsuite.plugins"
 
 
-class UnknownName(LookupError):
+class UnknownName(UserError, LookupError):
     """A reference that names nothing; the message says what exists."""
 
     def __str__(self) -> str:  # LookupError quotes its argument; we want plain text
@@ -48,11 +51,31 @@ def load_plugins() -> None:
             print(f"evalsuite: plug-in {ep.name!r} failed to load: {exc}", file=sys.stderr)
 
 
+def file_ref(ref: object) -> tuple[Path, str] | None:
+    """``(absolute path, attribute)`` when ``ref`` is a ``file.py:Attr`` reference, else None."""
+    if not isinstance(ref, str) or ":" not in ref:
+        return None
+    target, _, attr = ref.rpartition(":")
+    if not (target.endswith(".py") or "/" in target or "\\" in target):
+        return None
+    return Path(target).expanduser().resolve(), attr
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 of a plug-in file's contents: part of a run's identity, so an edit makes a new run."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def _load_file_attr(path: str, attr: str) -> Any:
     file = Path(path).expanduser().resolve()
     if not file.is_file():
         raise UnknownName(f"file {path!r} does not exist")
-    module_name = f"evalsuite_user_{abs(hash(str(file)))}"
+    try:
+        source = file.read_bytes()
+    except OSError as exc:
+        raise UnknownName(f"cannot read {path!r}: {exc.strerror}") from None
+    # keyed by contents: an edited file is imported afresh, never served from an older import
+    module_name = f"evalsuite_user_{hashlib.sha256(str(file).encode() + source).hexdigest()[:16]}"
     module = sys.modules.get(module_name)
     if module is None:
         spec = importlib.util.spec_from_file_location(module_name, file)
@@ -62,9 +85,10 @@ def _load_file_attr(path: str, attr: str) -> Any:
         sys.modules[module_name] = module
         try:
             spec.loader.exec_module(module)
-        except Exception:
+        except Exception as exc:  # noqa: BLE001 - the user's file: name it and the error in it
             del sys.modules[module_name]
-            raise
+            where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.lineno else ""
+            raise UnknownName(f"{path!r} failed to import: {type(exc).__name__}: {exc}{where}") from exc
     if not hasattr(module, attr):
         raise UnknownName(f"{path!r} defines no attribute {attr!r}")
     return getattr(module, attr)
@@ -75,12 +99,12 @@ def resolve_attr(ref: str) -> Any:
     target, _, attr = ref.rpartition(":")
     if not target or not attr:
         raise UnknownName(f"reference {ref!r} should look like 'package.module:Attr' or 'file.py:Attr'")
-    if target.endswith(".py") or "/" in target or "\\" in target:
+    if file_ref(ref) is not None:
         return _load_file_attr(target, attr)
     try:
         module = importlib.import_module(target)
-    except ImportError as exc:
-        raise UnknownName(f"cannot import module {target!r} for {ref!r}: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - ImportError, or an error inside the user's module
+        raise UnknownName(f"cannot import module {target!r} for {ref!r}: {type(exc).__name__}: {exc}") from exc
     if not hasattr(module, attr):
         raise UnknownName(f"module {target!r} has no attribute {attr!r}")
     return getattr(module, attr)

@@ -12,6 +12,7 @@ from typing import Callable
 
 import pandas as pd
 
+from evalsuite.errors import UserError
 from evalsuite.reproduce_rules import BUDGET_FACTOR, CEILING, MARGIN, Cell, higher, not_higher
 from evalsuite.sweep import SweepSpec
 
@@ -686,7 +687,7 @@ def check_names(names) -> list[str]:
     if unknown:
         hints = [f"{n!r}" + (f" (did you mean {difflib.get_close_matches(n, EXPERIMENTS, 1)[0]!r}?)"
                              if difflib.get_close_matches(n, EXPERIMENTS, 1) else "") for n in unknown]
-        raise ValueError(f"unknown experiment {', '.join(hints)}; available: {', '.join(EXPERIMENTS)}")
+        raise UserError(f"NAMES: unknown experiment {', '.join(hints)}; available: {', '.join(EXPERIMENTS)}")
     return list(names) or list(EXPERIMENTS)
 
 

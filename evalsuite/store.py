@@ -1,12 +1,18 @@
 """Results store: one SQLite file (WAL mode) with a row per run and its per-step metrics.
 
 The default path is ``results/evalsuite.db`` under the working directory, or ``$EVALSUITE_STORE``.
-Nothing is created until the first write, so refused input leaves no file behind.
+Nothing is created until the first write, so refused input leaves no file behind. A store is
+marked as evalsuite's (SQLite ``application_id`` and ``user_version``); any other file is refused
+before anything reads or writes it, and reading (reports, verdicts, analyses) opens it read-only.
+
+A run's row says who runs it (``pid``, ``host``): a ``running`` row whose process is gone on this
+host reads as ``stale`` and is rerun like an ``interrupted`` one.
 """
 from __future__ import annotations
 
 import json
 import os
+import socket
 import sqlite3
 import time
 from contextlib import contextmanager
@@ -15,7 +21,14 @@ from typing import Any, Iterator
 
 import pandas as pd
 
-STATUSES = ("running", "done", "failed", "diverged")
+from evalsuite.errors import UserError
+from evalsuite.files import SQLITE_MAGIC, atomic_write
+
+# stored statuses; "stale" is read, never written: a "running" row whose process is gone
+STATUSES = ("running", "done", "failed", "diverged", "interrupted")
+RERUN = ("running", "stale", "interrupted")  # started, never finished: a sweep runs them again
+APPLICATION_ID = 0x45564C53  # "EVLS"
+SCHEMA_VERSION = 2  # 1: before pid, host and warnings; migrated on the first write
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -30,7 +43,10 @@ CREATE TABLE IF NOT EXISTS runs (
     error       TEXT,
     env         TEXT NOT NULL DEFAULT '{}',
     started_at  REAL NOT NULL,
-    finished_at REAL
+    finished_at REAL,
+    pid         INTEGER,
+    host        TEXT,
+    warnings    TEXT
 );
 CREATE TABLE IF NOT EXISTS steps (
     run_id TEXT NOT NULL,
@@ -61,13 +77,75 @@ CREATE TABLE IF NOT EXISTS probes (
 PROBE_KEY = ("memory", "d_key", "pairs", "setting", "trained", "seed", "variant", "max_steps", "lr", "batch_size", "trials")
 
 
+ADDED_COLUMNS = {"pid": "INTEGER", "host": "TEXT", "warnings": "TEXT"}  # since schema 1
+HOST = socket.gethostname()
+
+
+class StoreError(UserError):
+    """A store path that is not (or cannot be) an evalsuite store."""
+
+
 def default_path() -> Path:
     return Path(os.environ.get("EVALSUITE_STORE", "results/evalsuite.db"))
 
 
+def check_path(path: str | os.PathLike | None, option: str = "--store") -> Path:
+    """The store path, or ``StoreError`` when it cannot be one (empty, a folder, not a store)."""
+    if path is None:
+        option = "$EVALSUITE_STORE" if "EVALSUITE_STORE" in os.environ else option
+        path = default_path()
+    if not str(path).strip():
+        raise StoreError(f"{option}: empty path; give a file such as results/evalsuite.db")
+    path = Path(path)
+    if path.is_dir():
+        raise StoreError(f"{option}: {path} is a folder; give a file such as {path / 'evalsuite.db'}")
+    if path.exists():
+        with open(path, "rb") as f:
+            head = f.read(16)
+        if head and head != SQLITE_MAGIC:
+            raise StoreError(f"{option}: {path} is not an evalsuite store (not an SQLite database); "
+                             f"evalsuite will not read or write it")
+        if head:
+            _check_schema(path, option)
+    return path
+
+
+def _open_read_only(path: Path) -> sqlite3.Connection:
+    """Open without ever writing the database (a WAL store in a read-only folder: as immutable)."""
+    uri = path.resolve().as_uri()
+    try:
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=60)
+        conn.execute("PRAGMA busy_timeout=60000")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        return sqlite3.connect(f"{uri}?immutable=1", uri=True)
+
+
+def _check_schema(path: Path, option: str) -> None:
+    try:
+        conn = _open_read_only(path)
+        try:
+            app, version = conn.execute("PRAGMA application_id").fetchone()[0], conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{option}: {path} cannot be read as an SQLite database ({exc})") from None
+    if app == APPLICATION_ID:
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"{option}: {path} was written by a newer evalsuite (schema {version}; this one reads "
+                             f"up to {SCHEMA_VERSION}); upgrade evalsuite")
+        return
+    if app == 0 and (not tables or {"runs", "steps"} <= tables):
+        return  # empty, or an evalsuite store from before the schema was marked (version 1)
+    raise StoreError(f"{option}: {path} is an SQLite database of another program "
+                     f"(tables: {', '.join(sorted(tables)) or 'none'}); evalsuite will not read or write it")
+
+
 class Store:
-    def __init__(self, path: str | os.PathLike | None = None):
-        self.path = Path(path) if path is not None else default_path()
+    def __init__(self, path: str | os.PathLike | None = None, option: str = "--store"):
+        self.path = check_path(path, option)
 
     def find(self, prefix: str) -> str:
         """The full run id starting with ``prefix``; ``KeyError`` when none or several match."""
@@ -94,12 +172,14 @@ class Store:
                 for r in rows if wanted is None or r["run_id"] in wanted]
 
     def statuses(self, run_ids: list[str]) -> list[dict]:
+        """``[{"run_id", "status"}]`` of the stored ones among ``run_ids`` (``stale`` as ``_decode`` reads it)."""
         with self.connect(create=False) as conn:
+            cols = "run_id, status" + (", pid, host" if "pid" in {r[1] for r in conn.execute("PRAGMA table_info(runs)")} else "")
             out = []
             for lo in range(0, len(run_ids), 500):
                 chunk = run_ids[lo:lo + 500]
-                out += [{"run_id": r, "status": s} for r, s in conn.execute(
-                    f"SELECT run_id, status FROM runs WHERE run_id IN ({','.join('?' * len(chunk))})", chunk)]
+                out += [{"run_id": r["run_id"], "status": _decode(dict(r))["status"], "pid": dict(r).get("pid")} for r in _rows(conn,
+                        f"SELECT {cols} FROM runs WHERE run_id IN ({','.join('?' * len(chunk))})", chunk)]
             return out
 
     def add_sweep(self, sweep_id: str, name: str, spec: dict, run_ids: list[str]) -> None:
@@ -141,6 +221,12 @@ class Store:
         with self.connect(create=False) as conn:
             return pd.DataFrame([json.loads(r[0]) for r in conn.execute("SELECT data FROM probes ORDER BY created")])
 
+    @property
+    def cache_dir(self) -> Path:
+        """Generated data that is slow to make (ListOps) is cached beside the store, unless
+        ``$EVALSUITE_CACHE`` names another folder."""
+        return Path(os.environ.get("EVALSUITE_CACHE") or self.path.parent / "cache")
+
     def weights_path(self, run_id: str) -> Path:
         """Trained weights of a run live beside the store: ``<store dir>/weights/<run_id>.pt``."""
         return self.path.parent / "weights" / f"{run_id}.pt"
@@ -148,42 +234,66 @@ class Store:
     def save_weights(self, run_id: str, state_dict: dict) -> Path:
         import torch
 
-        path = self.weights_path(run_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".pt.tmp")
-        torch.save({k: v.detach().cpu() for k, v in state_dict.items()}, tmp)
-        os.replace(tmp, path)  # atomic: a reader never sees half a file
-        return path
+        state = {k: v.detach().cpu() for k, v in state_dict.items()}
+        return atomic_write(self.weights_path(run_id), lambda f: torch.save(state, f))
 
     def load_weights(self, run_id: str) -> dict:
         import torch
 
         path = self.weights_path(run_id)
         if not path.exists():
-            raise FileNotFoundError(f"no saved weights for run {run_id} (looked for {path}); rerun it with --force")
+            raise FileNotFoundError(f"no saved weights for run {run_id} (looked for {path}); "
+                                    f"retrain it with `evalsuite run ... --force`")
         return torch.load(path, map_location="cpu", weights_only=True)
 
     @contextmanager
     def connect(self, create: bool = True) -> Iterator[sqlite3.Connection]:
-        if create:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+        """A transaction. ``create=False``: read-only, the file is never modified (nor created)."""
+        if not create:
+            if not self.path.exists():
+                raise StoreError(f"--store: no results store at {self.path}")
+            conn = _open_read_only(self.path)
+            try:
+                with conn:
+                    yield conn
+            finally:
+                conn.close()
+            return
+        check_path(self.path)  # another program may have put something there since
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=60)
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA busy_timeout=60000")
-            conn.executescript(SCHEMA)
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA busy_timeout=60000")
+                conn.executescript(SCHEMA)
+                self._migrate(conn)
+            except sqlite3.OperationalError as exc:
+                raise StoreError(f"--store: cannot write to {self.path}: {exc}") from None
             with conn:  # one transaction
                 yield conn
         finally:
             conn.close()
 
+    @staticmethod
+    def _migrate(conn: sqlite3.Connection) -> None:
+        if conn.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
+            return
+        have = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
+        for name, kind in ADDED_COLUMNS.items():
+            if name not in have:
+                conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.commit()
+
     def start(self, run_id: str, config: dict, env: dict) -> None:
         with self.connect() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO runs (run_id, task, model, feature_map, seed, status, config, env, started_at)"
-                " VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?)",
+                "INSERT OR REPLACE INTO runs (run_id, task, model, feature_map, seed, status, config, env, started_at, "
+                "pid, host) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
                 (run_id, config["task"]["name"], config["model"]["name"], config["model"].get("feature_map"),
-                 config["seed"], json.dumps(config, sort_keys=True), json.dumps(env), time.time()))
+                 config["seed"], json.dumps(config, sort_keys=True), json.dumps(env), time.time(), os.getpid(), HOST))
             conn.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
 
     def finish(self, run_id: str, status: str, metrics: dict, error: str | None,
@@ -195,6 +305,19 @@ class Store:
             conn.execute("UPDATE runs SET status = ?, metrics = ?, error = ?, finished_at = ? WHERE run_id = ?",
                          (status, json.dumps(metrics), error, time.time(), run_id))
             conn.executemany("INSERT OR REPLACE INTO steps VALUES (?, ?, ?, ?)", rows)
+
+    def interrupt(self, run_ids: list[str], why: str) -> None:
+        """Mark those of ``run_ids`` still running as interrupted (Ctrl-C, SIGTERM)."""
+        with self.connect() as conn:
+            conn.executemany("UPDATE runs SET status = 'interrupted', error = ?, finished_at = ? "
+                             "WHERE run_id = ? AND status = 'running'", [(why, time.time(), r) for r in run_ids])
+
+    def warn(self, run_id: str, message: str) -> None:
+        """Add a warning to a finished run (its weights could not be saved, ...); the run stands."""
+        row = self.get(run_id)
+        warnings = (row or {}).get("warnings") or []
+        with self.connect() as conn:
+            conn.execute("UPDATE runs SET warnings = ? WHERE run_id = ?", (json.dumps(warnings + [message]), run_id))
 
     def get(self, run_id: str) -> dict | None:
         if not self.path.exists():
@@ -232,10 +355,31 @@ class Store:
 
 
 def _decode(row: dict) -> dict:
-    for key in ("config", "metrics", "env"):
+    for key in ("config", "metrics", "env", "warnings"):
         if key in row and isinstance(row[key], str):
             row[key] = json.loads(row[key])
+    row["warnings"] = row.get("warnings") or []
+    if row.get("status") == "running" and not process_alive(row.get("pid"), row.get("host")):
+        row["status"] = "stale"
     return row
+
+
+def _rows(conn: sqlite3.Connection, sql: str, params=()) -> list[sqlite3.Row]:
+    conn.row_factory = sqlite3.Row
+    return conn.execute(sql, params).fetchall()
+
+
+def process_alive(pid: int | None, host: str | None) -> bool:
+    """Whether the process that started a run may still run it (unknowable on another host: yes)."""
+    if pid is None or host != HOST:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
 
 
 def _finite_or_none(value) -> float | None:

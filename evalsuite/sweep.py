@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 import os
 import time
 import tomllib
@@ -31,16 +32,17 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from evalsuite import config as cfg
+from evalsuite.errors import Interrupted, UserError
 from evalsuite.executors.base import incoming_dir, read_result
-from evalsuite.store import Store
+from evalsuite.store import RERUN, Store
 
 NAMED_AXES = ("task", "model", "feature_map", "preset")
 
 
-class SweepError(ValueError):
+class SweepError(UserError):
     """An invalid spec or point; the message names the axis values."""
 
 
@@ -51,32 +53,64 @@ class SweepSpec(BaseModel):
     base: dict[str, Any] = Field(default_factory=dict)
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     points: list[dict[str, Any]] = Field(default_factory=list)
-    seeds: list[int] = Field(default_factory=lambda: [0])
+    seeds: list[StrictInt] = Field(default_factory=lambda: [0])  # `true` is not seed 1
     set: dict[str, Any] = Field(default_factory=dict)
+
+
+MAX_SPEC_BYTES = 1 << 20  # a spec is a few lines; a megabyte is a mistake or an attack
+MAX_SPEC_NODES = 100_000  # values after YAML aliases are expanded (an alias bomb has billions)
+MAX_POINTS = 10_000  # runs in one sweep: about a week of CPU time at a minute each
 
 
 def load_spec(path: str | os.PathLike) -> SweepSpec:
     path = Path(path)
-    if not path.exists():
+    if not path.is_file():
         raise SweepError(f"SPEC: no such file {path}")
-    text = path.read_text()
+    if path.stat().st_size > MAX_SPEC_BYTES:
+        raise SweepError(f"SPEC {path}: {path.stat().st_size:,} bytes; a spec may have at most {MAX_SPEC_BYTES:,}")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SweepError(f"SPEC {path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
         data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
     except (yaml.YAMLError, tomllib.TOMLDecodeError) as exc:
         raise SweepError(f"SPEC {path}: not valid {'TOML' if path.suffix == '.toml' else 'YAML'}: {exc}") from None
     if not isinstance(data, dict):
         raise SweepError(f"SPEC {path}: expected a mapping with base, grid, points, seeds, set")
+    _check_size(data, path)
     try:
         spec = SweepSpec(**data)
     except ValidationError as err:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors()[:10])
         raise SweepError(f"SPEC {path}: {problems} (allowed keys: name, base, grid, points, seeds, set)") from None
     for axis, values in spec.grid.items():
         if not values:
             raise SweepError(f"SPEC {path}: grid axis {axis!r} has no values")
-    if not spec.seeds or any((not isinstance(s, int)) or s < 0 for s in spec.seeds):
-        raise SweepError(f"SPEC {path}: seeds must be a non-empty list of non-negative integers, got {spec.seeds!r}")
+    if not spec.seeds or any(not 0 <= s <= cfg.MAX_SEED for s in spec.seeds):
+        raise SweepError(f"SPEC {path}: seeds must be a non-empty list of integers from 0 to {cfg.MAX_SEED}, "
+                         f"got {spec.seeds!r}")
+    count = math.prod(len(v) for v in spec.grid.values()) + len(spec.points)  # an empty grid: the base point
+    if count * len(spec.seeds) > MAX_POINTS:
+        raise SweepError(f"SPEC {path}: {count:,} points x {len(spec.seeds)} seeds = {count * len(spec.seeds):,} runs; "
+                         f"a sweep may have at most {MAX_POINTS:,} (split it into several specs)")
     return spec
+
+
+def _check_size(data: Any, path: Path) -> None:
+    """Count values as validation would see them (YAML aliases expanded), stopping at the limit."""
+    seen, stack = 0, [data]
+    while stack:
+        item = stack.pop()
+        seen += 1
+        if seen > MAX_SPEC_NODES:
+            raise SweepError(f"SPEC {path}: more than {MAX_SPEC_NODES:,} values once YAML aliases are expanded; "
+                             f"a sweep spec is a few axes and points")
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
 
 
 @dataclass
@@ -113,7 +147,7 @@ def expand(spec: SweepSpec) -> list[Point]:
             try:
                 point = Point(shown, _resolve_point(merged, seed))
             except cfg.ConfigError as exc:
-                errors.append(f"  {_show(shown)}: {exc}")
+                errors.append(f"  {describe(shown)}: {exc}")
                 continue
             if point.run_id not in seen:
                 seen.add(point.run_id)
@@ -138,7 +172,7 @@ def _split_joint(values: dict) -> dict:
     return out
 
 
-def _show(values: dict) -> str:
+def describe(values: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in values.items()) or "(base)"
 
 
@@ -147,14 +181,18 @@ def sweep_id(points: list[Point]) -> str:
 
 
 def status(points: list[Point], store: Store) -> dict[str, list[Point]]:
-    """Points by state: done, running (started, not finished: in progress or interrupted),
-    failed (failed or diverged), left (never started)."""
-    rows = {r["run_id"]: r["status"] for r in store.statuses([p.run_id for p in points])} if store.path.exists() else {}
-    out: dict[str, list[Point]] = {"done": [], "running": [], "failed": [], "left": []}
+    """Points by state: done; running (by a live process, another sweep or run); interrupted
+    (interrupted, or stale: started by a process that is gone); failed (failed or diverged); left
+    (never started). A sweep reruns interrupted and left points (failed ones on request)."""
+    rows = {r["run_id"]: r for r in store.statuses([p.run_id for p in points])} if store.path.exists() else {}
+    out: dict[str, list[Point]] = {"done": [], "running": [], "interrupted": [], "failed": [], "left": []}
     for p in points:
-        s = rows.get(p.run_id)
-        out["done" if s == "done" else "running" if s == "running" else "failed" if s in ("failed", "diverged")
-            else "left"].append(p)
+        row = rows.get(p.run_id) or {}
+        s = row.get("status")
+        if s == "running" and row.get("pid") == os.getpid():
+            s = "stale"  # started by this very process, which is not running it now
+        out["done" if s == "done" else "running" if s == "running" else "interrupted" if s in RERUN
+            else "failed" if s in ("failed", "diverged") else "left"].append(p)
     return out
 
 
@@ -171,27 +209,32 @@ def ingest_incoming(store: Store) -> int:
 
 
 def record(store: Store, result: dict) -> None:
-    """Write one finished result to the store (driver only), then drop its incoming files."""
+    """Write one finished result to the store (driver only), then drop its incoming files. The
+    metrics land first; weights that cannot be moved into place are a warning on the run."""
     run_id = result["run_id"]
     weights = incoming_dir(store) / f"{run_id}.pt"
     if store.get(run_id) is None:
         store.start(run_id, result["config"], result.get("env") or {})
+    store.finish(run_id, result["status"], result.get("metrics") or {}, result.get("error"), result.get("history") or [])
     if result["status"] == "done" and weights.exists():
         target = store.weights_path(run_id)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(weights, target)
-    store.finish(run_id, result["status"], result.get("metrics") or {}, result.get("error"), result.get("history") or [])
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(weights, target)
+        except OSError as exc:
+            store.warn(run_id, f"weights not saved ({exc}); `evalsuite analyze --run` needs them: rerun the point")
     (incoming_dir(store) / f"{run_id}.json").unlink(missing_ok=True)
     weights.unlink(missing_ok=True)
 
 
 def run_sweep(spec_path: str | os.PathLike | SweepSpec, *, store: Store, executor: str = "local", workers: int | None = None,
-              device: str = "auto", retry_failed: bool = False, address: str | None = None, echo=print) -> dict:
+              device: str = "auto", retry_failed: bool = False, address: str | None = None, threads: int | None = None,
+              echo=print) -> dict:
     """Validate every point, skip those done, run the rest, record each result as it arrives."""
     spec = spec_path if isinstance(spec_path, SweepSpec) else load_spec(spec_path)
     name = spec.name or Path(spec_path).stem
     return run_points(expand(spec), name=name, spec=spec.model_dump(), store=store, executor=executor, workers=workers,
-                      device=device, retry_failed=retry_failed, address=address, echo=echo)
+                      device=device, retry_failed=retry_failed, address=address, threads=threads, echo=echo)
 
 
 def run_configs(configs: list[dict], *, name: str, store: Store, **options) -> dict:
@@ -206,17 +249,20 @@ def run_configs(configs: list[dict], *, name: str, store: Store, **options) -> d
 
 def run_points(points: list[Point], *, name: str, spec: dict, store: Store, executor: str = "local",
                workers: int | None = None, device: str = "auto", retry_failed: bool = False, address: str | None = None,
-               echo=print, sid: str | None = None) -> dict:
+               threads: int | None = None, echo=print, sid: str | None = None) -> dict:
     from evalsuite.executors import get_executor
 
-    runner = get_executor(executor, workers=workers, device=device, address=address)  # refuse bad options first
+    runner = get_executor(executor, workers=workers, device=device, address=address, threads=threads)  # refuse bad options first
     sid = sid or sweep_id(points)
     store.add_sweep(sid, name, spec, [p.run_id for p in points])
     recovered = ingest_incoming(store)
     state = status(points, store)
-    todo = state["left"] + state["running"] + (state["failed"] if retry_failed else [])
+    todo = state["left"] + state["interrupted"] + (state["failed"] if retry_failed else [])
     echo(f"sweep {name} ({sid}): {len(points)} runs; {len(state['done'])} done"
          + (f" ({recovered} recovered from incoming/)" if recovered else "")
+         + (f", {len(state['running'])} running in another live process (skipped; rerun the sweep after it ends)"
+            if state["running"] else "")
+         + (f", {len(state['interrupted'])} interrupted or stale (run again)" if state["interrupted"] else "")
          + (f", {len(state['failed'])} failed (--retry-failed reruns them)" if state["failed"] and not retry_failed else "")
          + f", {len(todo)} to run")
     if not todo:
@@ -225,10 +271,16 @@ def run_points(points: list[Point], *, name: str, spec: dict, store: Store, exec
         store.start(p.run_id, p.config, {})
     progress = Progress(len(todo), echo)
     failed = 0
-    for result in runner.run([p.config for p in todo], incoming_dir(store)):
-        record(store, result)
-        failed += result["status"] != "done"
-        progress.update(result)
+    try:
+        for result in runner.run([p.config for p in todo], incoming_dir(store)):
+            record(store, result)
+            failed += result["status"] != "done"
+            progress.update(result)
+    except (KeyboardInterrupt, Interrupted) as exc:
+        ingest_incoming(store)  # results the workers finished before the signal
+        store.interrupt([p.run_id for p in todo],
+                        "sweep interrupted by " + ("Ctrl-C" if isinstance(exc, KeyboardInterrupt) else "SIGTERM"))
+        raise
     progress.close()
     return {"sweep_id": sid, "points": len(points), "ran": len(todo), "failed": failed}
 

@@ -41,13 +41,14 @@ class RunResult:
     env: dict[str, Any] = field(default_factory=dict)
     model: torch.nn.Module | None = field(default=None, repr=False)
     cached: bool = False
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return self.status == "done"
 
 
-MAX_SEGMENTS = 64
+MAX_SEGMENTS = cfg.MAX_SEGMENTS
 
 
 def split_seed(seed: int, split: str, segment: int = 0) -> int:
@@ -56,9 +57,10 @@ def split_seed(seed: int, split: str, segment: int = 0) -> int:
     return (3 * seed + SPLITS[split]) * MAX_SEGMENTS + segment
 
 
-def make_data(task_section: dict, train: dict, seed: int, splits=tuple(SPLITS)) -> tuple[dict[str, Batch], list[Batch], list]:
+def make_data(task_section: dict, train: dict, seed: int, splits=tuple(SPLITS),
+              cache_dir=None) -> tuple[dict[str, Batch], list[Batch], list]:
     """Train/val/test splits of the training mixture (or those in ``splits``), plus one test set
-    per eval segment."""
+    per eval segment. ``cache_dir``: where slow generators may cache (see ``Task.generate``)."""
     objs = cfg.task_objects(task_section)
     mixture = objs["train"]
     if len(mixture) + len(objs["eval"]) > MAX_SEGMENTS:
@@ -68,9 +70,9 @@ def make_data(task_section: dict, train: dict, seed: int, splits=tuple(SPLITS)) 
     for split in splits:
         n = train[f"num_{split}"]
         counts = [max(1, round(n * share / total)) for _, share in mixture]
-        data[split] = Batch.concat([task.generate(c, split_seed(seed, split, i))
+        data[split] = Batch.concat([task.generate(c, split_seed(seed, split, i), cache_dir)
                                     for i, ((task, _), c) in enumerate(zip(mixture, counts))])
-    evals = [task.generate(train["num_test"], split_seed(seed, "test", len(mixture) + i))
+    evals = [task.generate(train["num_test"], split_seed(seed, "test", len(mixture) + i), cache_dir)
              for i, task in enumerate(objs["eval"])]
     return data, evals, [t for t, _ in mixture] + objs["eval"]
 
@@ -217,8 +219,13 @@ def load_trained(store, run_id: str):
     row = store.get(run_id)
     if row is None:
         raise KeyError(f"no run {run_id!r} in {store.path}")
+    if row["status"] != "done":
+        reason = (row.get("error") or "").strip().splitlines()[:1]
+        raise KeyError(f"run {run_id} is {row['status']}" + (f" ({reason[0][:120]})" if reason else "")
+                       + "; only finished runs have weights to analyse")
     config = row["config"]
-    data, _, tasks_ = make_data(config["task"], config["train"], config["seed"], splits=("test",))
+    data, _, tasks_ = make_data(config["task"], config["train"], config["seed"], splits=("test",),
+                                cache_dir=store.cache_dir)
     model = cfg.build_model(config["model"], max(t.vocab_size for t in tasks_))
     model.load_state_dict(store.load_weights(row["run_id"]))
     return config, model.eval(), data["test"]
@@ -231,13 +238,14 @@ def resample_feature_maps(model: torch.nn.Module) -> None:
             module.resample()
 
 
-def train_run(config: dict, device: torch.device, progress: bool | None = None) -> RunResult:
-    """Train and test one validated configuration. Failures are returned, not raised."""
+def train_run(config: dict, device: torch.device, progress: bool | None = None, cache_dir=None) -> RunResult:
+    """Train and test one validated configuration. Failures are returned, not raised (Ctrl-C and
+    SIGTERM are raised: the caller records the run as interrupted)."""
     run_id = cfg.run_id(config)
     result = RunResult(run_id=run_id, config=config, status="running")
     start = time.perf_counter()
     try:
-        _train(config, device, result, progress)
+        _train(config, device, result, progress, cache_dir)
         result.status = "done"
     except Diverged as exc:
         result.status, result.error = "diverged", str(exc)
@@ -248,10 +256,10 @@ def train_run(config: dict, device: torch.device, progress: bool | None = None) 
     return result
 
 
-def _train(config: dict, device: torch.device, result: RunResult, progress: bool | None) -> None:
+def _train(config: dict, device: torch.device, result: RunResult, progress: bool | None, cache_dir) -> None:
     train, seed = config["train"], config["seed"]
     torch.manual_seed(seed)
-    data, eval_sets, all_tasks = make_data(config["task"], train, seed)
+    data, eval_sets, all_tasks = make_data(config["task"], train, seed, cache_dir=cache_dir)
     slice_keys = tuple(dict.fromkeys(k for t in all_tasks for k in t.slice_keys))
     model = cfg.build_model(config["model"], max(t.vocab_size for t in all_tasks)).to(device)
     result.model = model

@@ -82,7 +82,7 @@ def test_grid_of_six_with_two_workers_then_resume(tmp_path, store_path):
     again = CliRunner().invoke(main, ["sweep", str(spec), "--store", str(store_path), "--no-report"])
     assert "6 done, 0 to run" in again.output
     status = CliRunner().invoke(main, ["sweep", str(spec), "--status", "--store", str(store_path)])
-    assert "6 done, 0 running, 0 failed, 0 left" in status.output
+    assert "6 done, 0 running, 0 interrupted, 0 failed, 0 left" in status.output
     sid = Store(store_path).sweeps()[0]["sweep_id"]
     out = tmp_path / "sweep.html"
     assert CliRunner().invoke(main, ["report", "--store", str(store_path), "--sweep", sid[:5], "-o", str(out)]).exit_code == 0

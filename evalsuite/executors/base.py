@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from typing import Iterator, Protocol
 
+from evalsuite.files import atomic_write, write_text
+
 
 class Executor(Protocol):
     def run(self, configs: list[dict], incoming: Path) -> Iterator[dict]:
@@ -15,12 +17,6 @@ class Executor(Protocol):
 
 def incoming_dir(store) -> Path:
     return store.path.parent / "incoming"
-
-
-def _atomic_write(path: Path, write) -> None:
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    write(tmp)
-    os.replace(tmp, path)
 
 
 def read_result(path: Path) -> dict | None:
@@ -47,7 +43,8 @@ def execute_point(config: dict, device: str, threads: int | None, incoming: str 
     if threads:
         torch.set_num_threads(threads)
     dev = environment.resolve_device(device)
-    result = train_run(config, dev, progress=False)
+    cache = os.environ.get("EVALSUITE_CACHE") or (str(Path(incoming).parent / "cache") if incoming else None)
+    result = train_run(config, dev, progress=False, cache_dir=cache)
     out = {"run_id": result.run_id, "config": config, "status": result.status, "metrics": result.metrics,
            "error": result.error, "history": result.history, "env": environment.describe(dev)}
     if incoming:
@@ -56,8 +53,8 @@ def execute_point(config: dict, device: str, threads: int | None, incoming: str 
             folder.mkdir(parents=True, exist_ok=True)
             if result.ok and result.model is not None:
                 state = {k: v.detach().cpu() for k, v in result.model.state_dict().items()}
-                _atomic_write(folder / f"{result.run_id}.pt", lambda p: torch.save(state, p))
-            _atomic_write(folder / f"{result.run_id}.json", lambda p: p.write_text(json.dumps(out, default=str)))
+                atomic_write(folder / f"{result.run_id}.pt", lambda f: torch.save(state, f))
+            write_text(folder / f"{result.run_id}.json", json.dumps(out, default=str))
         except OSError:
             pass  # the driver still gets the result it is waiting for
     return out

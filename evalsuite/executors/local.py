@@ -1,6 +1,7 @@
 """Local executor: a pool of worker processes on this machine (no extra dependency).
 
-CPU: the cores are divided among the workers (torch threads per worker). GPUs: worker i runs on
+CPU: each worker gets ``threads`` torch threads when given; else ``$OMP_NUM_THREADS`` when set
+(never overridden); else the cores divided among the workers. GPUs: worker i runs on
 GPU i mod n; several workers may share a GPU. A worker killed mid-run (SIGKILL, out of memory)
 breaks the pool: the unfinished points are resubmitted to a fresh pool, up to three attempts."""
 from __future__ import annotations
@@ -25,13 +26,15 @@ def _cpu_count() -> int:
 
 
 class LocalExecutor:
-    def __init__(self, workers: int | None = None, device: str = "auto"):
+    def __init__(self, workers: int | None = None, device: str = "auto", threads: int | None = None):
         import torch
 
         self.device = device
         self.gpus = torch.cuda.device_count() if device != "cpu" else 0
         self.workers = workers or (self.gpus or 1)
-        self.threads = None if self.gpus else max(1, _cpu_count() // self.workers)
+        if threads is None and not self.gpus and not os.environ.get("OMP_NUM_THREADS"):
+            threads = max(1, _cpu_count() // self.workers)
+        self.threads = threads
 
     def _device(self, slot: int) -> str:
         return f"cuda:{slot % self.gpus}" if self.gpus else "cpu"

@@ -8,17 +8,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
+from evalsuite.errors import UserError
+
 from .base import execute_point, failed_result
 
 
 class RayExecutor:
     def __init__(self, workers: int | None = None, device: str = "auto", address: str | None = None,
-                 gpu_fraction: float = 0.25):
+                 gpu_fraction: float = 0.25, threads: int | None = None):
         try:
             import ray  # noqa: F401
         except ImportError:
-            raise ValueError("--executor ray needs Ray: pip install 'evalsuite[ray]'") from None
+            raise UserError("--executor ray needs Ray: pip install 'evalsuite[ray]'") from None
         self.workers, self.device, self.address, self.gpu_fraction = workers, device, address, gpu_fraction
+        self.threads = threads or 1
 
     def run(self, configs: list[dict], incoming: Path) -> Iterator[dict]:
         import ray
@@ -28,12 +31,13 @@ class RayExecutor:
             if self.address:
                 ray.init(address=self.address, log_to_driver=False)
             else:
-                ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False)
+                ray.init(num_cpus=self.workers * self.threads if self.workers else None, include_dashboard=False,
+                         log_to_driver=False)
         try:
             gpus = ray.cluster_resources().get("GPU", 0) if self.device != "cpu" else 0
-            task = ray.remote(num_cpus=1, num_gpus=self.gpu_fraction if gpus else 0)(execute_point)
+            task = ray.remote(num_cpus=self.threads, num_gpus=self.gpu_fraction if gpus else 0)(execute_point)
             device = "cuda" if gpus else "cpu"
-            refs = {task.remote(c, device, 1, str(incoming)): c for c in configs}
+            refs = {task.remote(c, device, self.threads, str(incoming)): c for c in configs}
             while refs:
                 ready, _ = ray.wait(list(refs), num_returns=1)
                 for ref in ready:

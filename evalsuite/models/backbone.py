@@ -12,19 +12,21 @@ from typing import Any, Callable, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 from torch import nn
+
+from evalsuite.params import Params
 
 from .feature_maps import FeatureMap
 
 
-class MixerOptions(BaseModel):
+class MixerOptions(Params):
     """Options specific to one mixer; subclasses add fields."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class BackboneOptions(BaseModel):
+class BackboneOptions(Params):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     positions: Literal["learned", "none"] = Field("learned", description="learned absolute positions, or none (order comes from the convolution)")

@@ -14,6 +14,7 @@ from typing import Iterable
 import jinja2
 import pandas as pd
 
+from evalsuite import files
 from evalsuite.train import convergence_note
 
 from . import plots
@@ -328,7 +329,7 @@ def render(runs: Iterable[dict], title: str = "evalsuite report", *, probes: pd.
         run["convergence"] = convergence_note(run["metrics"])
         analysis = run["metrics"].get("analysis") or {}
         run["errors"] = analysis.get("errors")
-    raw = _clean([{k: r.get(k) for k in ("run_id", "config", "status", "metrics", "error", "env")} for r in runs])
+    raw = _clean([{k: r.get(k) for k in ("run_id", "config", "status", "metrics", "error", "warnings", "env")} for r in runs])
     context = dict(
         title=title, preamble=preamble, runs=runs, summary=summary,
         failed=[r for r in runs if r["status"] != "done"],
@@ -344,10 +345,5 @@ def render(runs: Iterable[dict], title: str = "evalsuite report", *, probes: pd.
 
 def write(runs: Iterable[dict], path: str | Path, title: str = "evalsuite report", **options) -> Path:
     """Render and write atomically (a half-written report never appears at ``path``)."""
-    path = Path(path)
     html = render(runs, title, **options)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return files.write_text(path, html)

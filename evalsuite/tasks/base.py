@@ -1,17 +1,21 @@
 """What every task is: validated parameters in, a reproducible `Batch` out."""
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
+
+from evalsuite.params import Params
 
 IGNORE = -100  # target value at positions that are not graded
 
 
-class TaskParams(BaseModel):
+class TaskParams(Params):
     """Base for a task's parameters: unknown keys are errors, values are checked on assignment."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=True)
@@ -126,8 +130,9 @@ class Task:
         return majority_rate(batch) if span is None else context_floor(batch, *span)
 
     # --- shared ------------------------------------------------------------------------------
-    def generate(self, n: int, seed: int) -> Batch:
-        """``n`` examples; the same seed and parameters give identical tensors."""
+    def generate(self, n: int, seed: int, cache_dir: str | os.PathLike | None = None) -> Batch:
+        """``n`` examples; the same seed and parameters give identical tensors. ``cache_dir``: where
+        a task that is slow to generate (ListOps) may keep generated sets; others ignore it."""
         if n < 1:
             raise ValueError(f"n must be a positive number of examples, got {n}")
         return self._generate(int(n), np.random.default_rng(np.random.SeedSequence([int(seed), _stable_hash(self.name)])))

@@ -7,19 +7,25 @@ plus its children. Only trees with min_length < length < max_length (strict) are
 duplicates are removed. MED is int(numpy.median(args)).
 
 Sequence: the expression's tokens, then ``=``, padded with 0; the target at ``=`` is the value.
-Trees are built per example in Python, so generated sets are cached on disk, keyed by the
-parameters, the seed and the size (``$EVALSUITE_CACHE``, default ``results/cache``).
+Trees are built per example in Python, so generated sets are cached on disk, keyed by a hash of
+the parameters, the seed and the size, in the ``cache_dir`` the caller gives (the pipeline: a
+``cache/`` folder beside the results store) or ``$EVALSUITE_CACHE``; without either nothing is
+cached. Each file carries a SHA-256 of its arrays and is verified on read: a file that was
+edited, truncated or cannot be read is regenerated, with a warning.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
 import torch
 from pydantic import Field
+
+from evalsuite import files
 
 from . import TASKS
 from .base import IGNORE, Batch, Task, TaskParams
@@ -100,22 +106,29 @@ class ListOps(Task):
     def token_names(self):
         return list(TOKENS)
 
-    def generate(self, n: int, seed: int) -> Batch:
-        cache = self._cache_path(n, seed)
+    def generate(self, n: int, seed: int, cache_dir: str | os.PathLike | None | bool = None) -> Batch:
+        """``cache_dir``: a folder, None for ``$EVALSUITE_CACHE`` (no cache when unset), False for none."""
+        if cache_dir is None:
+            cache_dir = os.environ.get("EVALSUITE_CACHE")
+        if not cache_dir:
+            return super().generate(n, seed)
+        cache = self.cache_path(Path(cache_dir), n, seed)
         if cache.exists():
-            data = np.load(cache)
-            return self._batch(data["inputs"], data["targets"], data["lengths"])
+            data = _read_verified(cache)
+            if data is not None:
+                return self._batch(data["inputs"], data["targets"], data["lengths"])
+            warnings.warn(f"listops cache {cache} is corrupt or was modified (its SHA-256 does not match); "
+                          f"regenerating it", stacklevel=2)
         batch = super().generate(n, seed)
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_name(cache.name + f".{os.getpid()}.tmp.npz")
-        np.savez_compressed(tmp, inputs=batch.inputs.numpy(), targets=batch.targets.numpy(),
-                            lengths=batch.meta["length"].numpy())
-        tmp.replace(cache)  # atomic: a concurrent reader never sees half a file
+        arrays = {"inputs": batch.inputs.numpy(), "targets": batch.targets.numpy(), "lengths": batch.meta["length"].numpy()}
+        try:
+            files.atomic_write(cache, lambda f: np.savez_compressed(f, digest=_digest(arrays), **arrays))
+        except OSError as exc:  # a cache is an optimisation: say so, and go on without it
+            warnings.warn(f"listops cache not written ({exc})", stacklevel=2)
         return batch
 
-    def _cache_path(self, n: int, seed: int) -> Path:
+    def cache_path(self, root: Path, n: int, seed: int) -> Path:
         key = json.dumps({"params": self.params.model_dump(), "n": n, "seed": seed, "v": 1}, sort_keys=True)
-        root = Path(os.environ.get("EVALSUITE_CACHE", "results/cache"))
         return root / "listops" / (hashlib.sha256(key.encode()).hexdigest()[:20] + ".npz")
 
     def _generate(self, n, rng):
@@ -149,6 +162,25 @@ class ListOps(Task):
         lengths = torch.as_tensor(lengths)
         bins = torch.clamp(lengths * 4 // self.params.max_length, max=3)  # length quartile of the window
         return Batch(torch.as_tensor(inputs), torch.as_tensor(targets), {"length": lengths, "length_bin": bins})
+
+
+def _digest(arrays: dict[str, np.ndarray]) -> str:
+    h = hashlib.sha256()
+    for name in ("inputs", "targets", "lengths"):
+        a = np.ascontiguousarray(arrays[name], dtype=np.int64)
+        h.update(name.encode() + str(a.shape).encode() + a.tobytes())
+    return h.hexdigest()
+
+
+def _read_verified(path: Path) -> dict[str, np.ndarray] | None:
+    """The cached arrays when the file reads and its digest matches them; else None."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in ("inputs", "targets", "lengths")}
+            digest = str(data["digest"])
+    except Exception:  # noqa: BLE001 - truncated, not an npz, a missing key: regenerate
+        return None
+    return arrays if digest == _digest(arrays) else None
 
 
 def _max_tree_length(max_depth: int, max_args: int) -> int:

@@ -1,0 +1,29 @@
+"""The errors the command line turns into one ``Error:`` line (tracebacks only with ``--debug``).
+
+``UserError``: bad input, refused before any work starts (exit status 2). ``RunError``: a run or
+a step after it failed (exit status 1). Every other exception the suite raises on purpose derives
+from one of them, so the command line needs one error path.
+"""
+from __future__ import annotations
+
+
+class EvalsuiteError(Exception):
+    """Base of every error evalsuite raises on purpose."""
+
+    exit_code = 1
+
+
+class UserError(EvalsuiteError, ValueError):
+    """Invalid input: the message names the parameter and what is allowed."""
+
+    exit_code = 2
+
+
+class RunError(EvalsuiteError, RuntimeError):
+    """Work that was started and failed."""
+
+    exit_code = 1
+
+
+class Interrupted(BaseException):
+    """SIGTERM, raised like Ctrl-C's KeyboardInterrupt so that runs are recorded as interrupted."""
