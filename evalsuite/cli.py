@@ -506,7 +506,12 @@ def _lengths(text: str, name: str) -> tuple[int, ...]:
 def bench_kernels(lengths, dim, heads, batch, recurrent_max, device):
     """Forward+backward time of SDPA, linear and delta kernels against T, with the crossover."""
     from evalsuite import bench as benchmarks
+    from evalsuite.config import require_memory
 
+    longest = max(_lengths(lengths, "lengths"))
+    # q, k, v, outputs, their gradients and the chunked intermediates: about 64 floats per element
+    require_memory(64 * 4 * batch * heads * longest * dim, "--lengths",
+                   f"T={longest:,} x {heads} heads x d {dim} x batch {batch}")
     benchmarks.kernels(_lengths(lengths, "lengths"), batch=batch, heads=heads, dim=dim, device=_device_name(device), recurrent_max=recurrent_max, echo=click.echo)
 
 
@@ -520,8 +525,13 @@ def bench_decode(contexts, d_model, layers, heads, device):
     """Per-token decode time and state bytes: softmax's KV cache against linear/delta's fixed state."""
     from evalsuite import bench as benchmarks
 
+    from evalsuite.config import require_memory
+
     if d_model % heads:
         raise BadInput(f"--d-model ({d_model}) must be divisible by --heads ({heads})")
+    longest = max(_lengths(contexts, "contexts"))
+    require_memory(4 * 2 * layers * longest * d_model * 4, "--contexts",  # softmax's KV cache, twice over
+                   f"a KV cache of {longest:,} tokens x {layers} layers x d_model {d_model}")
     benchmarks.decode(_lengths(contexts, "contexts"), d_model=d_model, n_layers=layers, n_heads=heads,
                       device=_device_name(device), echo=click.echo)
 

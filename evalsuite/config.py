@@ -227,10 +227,14 @@ def resolve(task: str, model: str, *, preset: str = "default", overrides: Iterab
         train_cfg = TrainConfig(**sections["train"])
     except ValidationError as err:
         raise ConfigError(_format_validation("train", err)) from None
+    if train_cfg.batch_size > train_cfg.num_train:
+        raise ConfigError(f"train.batch_size: {train_cfg.batch_size} is more than the {train_cfg.num_train} training "
+                          f"examples (train.num_train); each step could only use {train_cfg.num_train}")
     all_tasks = task_objs["train"] + task_objs["eval"]
     check_memory([(t, train_cfg.num_train + train_cfg.num_val + train_cfg.num_test) for t in task_objs["train"]]
                  + [(t, train_cfg.num_test) for t in task_objs["eval"]],
-                 what="the run", model_bytes=_model_bytes(n_params, train_cfg, model_cfg, max(t.seq_len for t in all_tasks)))
+                 what="sizes (train.num_*, task.seq_len, model.d_model, model.n_layers, train.batch_size)",
+                 model_bytes=_model_bytes(n_params, train_cfg, model_cfg, max(t.seq_len for t in all_tasks)))
 
     _check_budget(train_cfg)
     config = {"task": task_section, "model": model_section, "train": train_cfg.model_dump(), "seed": seed}
@@ -260,9 +264,6 @@ def _plugin_files(model_section: dict) -> dict[str, str]:
 
 
 def _check_budget(train: "TrainConfig") -> None:
-    if train.batch_size > train.num_train:
-        raise ConfigError(f"train.batch_size: {train.batch_size} is more than the {train.num_train} training examples "
-                          f"(train.num_train); each step could only use {train.num_train}")
     steps = train.epochs * max(1, train.num_train // train.batch_size)
     if steps > MAX_STEPS:
         raise ConfigError(f"train.epochs: {train.epochs:g} epochs of {train.num_train // train.batch_size} steps is "
@@ -295,16 +296,23 @@ def check_memory(sets: list[tuple[Any, int]], *, what: str, model_bytes: int = 0
     """Refuse (``ConfigError``, with the figures) data plus model that cannot fit in memory.
     ``sets``: ``(task, examples)``; each example takes inputs and targets of ``seq_len`` int64."""
     data = sum(3 * 8 * int(n) * t.seq_len for t, n in sets)
-    need = data + model_bytes
+    gib = 2**30
+    examples = sum(int(n) for _, n in sets)
+    detail = f"{data / gib:,.1f} GiB for {examples:,} examples of length {max(t.seq_len for t, _ in sets):,}"
+    if model_bytes:
+        detail += f", {model_bytes / gib:,.1f} GiB for the model, its optimizer and activations"
+    require_memory(data + model_bytes, what, detail)
+
+
+def require_memory(need: int, what: str, detail: str) -> None:
+    """``ConfigError`` naming ``what`` when ``need`` bytes exceed the memory available (unless
+    ``$EVALSUITE_MEMORY_CHECK`` is ``off``)."""
     have = available_memory()
     if need <= have or os.environ.get(MEMORY_CHECK_ENV) == "off":
         return
     gib = 2**30
-    examples = sum(int(n) for _, n in sets)
-    raise ConfigError(f"{what}: needs about {need / gib:,.1f} GiB ({data / gib:,.1f} GiB for {examples:,} examples of "
-                      f"length {max(t.seq_len for t, _ in sets):,}, {model_bytes / gib:,.1f} GiB for the model, its "
-                      f"optimizer and activations) but {have / gib:,.1f} GiB is available; use smaller sizes, or set "
-                      f"{MEMORY_CHECK_ENV}=off to try anyway")
+    raise ConfigError(f"{what}: needs about {need / gib:,.1f} GiB ({detail}) but {have / gib:,.1f} GiB is available; "
+                      f"use smaller sizes, or set {MEMORY_CHECK_ENV}=off to try anyway")
 
 
 def _resolve_task(name: str, task_cls, params: dict) -> tuple[dict, dict[str, list]]:

@@ -297,13 +297,15 @@ class Store:
             conn.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
 
     def finish(self, run_id: str, status: str, metrics: dict, error: str | None,
-               history: list[dict[str, Any]]) -> None:
+               history: list[dict[str, Any]], env: dict | None = None) -> None:
+        """Record how a run ended; ``env`` (what it ran on) replaces the one given at start."""
         if status not in STATUSES:
             raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
         rows = [(run_id, int(h["step"]), k, _finite_or_none(v)) for h in history for k, v in h.items() if k != "step"]
         with self.connect() as conn:
-            conn.execute("UPDATE runs SET status = ?, metrics = ?, error = ?, finished_at = ? WHERE run_id = ?",
-                         (status, json.dumps(metrics), error, time.time(), run_id))
+            conn.execute("UPDATE runs SET status = ?, metrics = ?, error = ?, finished_at = ?, env = COALESCE(?, env) "
+                         "WHERE run_id = ?", (status, json.dumps(metrics), error, time.time(),
+                                              json.dumps(env) if env else None, run_id))
             conn.executemany("INSERT OR REPLACE INTO steps VALUES (?, ?, ?, ?)", rows)
 
     def interrupt(self, run_ids: list[str], why: str) -> None:

@@ -215,7 +215,8 @@ def record(store: Store, result: dict) -> None:
     weights = incoming_dir(store) / f"{run_id}.pt"
     if store.get(run_id) is None:
         store.start(run_id, result["config"], result.get("env") or {})
-    store.finish(run_id, result["status"], result.get("metrics") or {}, result.get("error"), result.get("history") or [])
+    store.finish(run_id, result["status"], result.get("metrics") or {}, result.get("error"), result.get("history") or [],
+                 env=result.get("env") or None)
     if result["status"] == "done" and weights.exists():
         target = store.weights_path(run_id)
         try:

@@ -1,6 +1,3 @@
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -66,19 +63,3 @@ def test_report_over_store(tmp_path, store_path):
     res = invoke("report", "--store", str(store_path), "-o", str(out))
     assert res.exit_code == 0 and out.exists()
     assert CliRunner().invoke(main, ["report", "--store", str(tmp_path / "none.db")]).exit_code == 2
-
-
-def _console_script() -> str:
-    script = Path(sys.executable).with_name("evalsuite")
-    return str(script) if script.exists() else "evalsuite"
-
-
-def test_installed_console_script(tmp_path):
-    env = {**os.environ, "EVALSUITE_STORE": str(tmp_path / "s.db")}
-    ok = subprocess.run([_console_script(), "run", "--task", "recall", "--model", "softmax", "--preset", "tiny",
-                         "--out", str(tmp_path)], capture_output=True, text=True, env=env, timeout=300)
-    assert ok.returncode == 0, ok.stderr
-    assert "test accuracy" in ok.stdout and (tmp_path / "s.db").exists()
-    bad = subprocess.run([_console_script(), "run", "--task", "recal", "--model", "linear"], capture_output=True,
-                         text=True, env=env, timeout=120)
-    assert bad.returncode == 2 and "Did you mean 'recall'" in bad.stderr and "Traceback" not in bad.stderr

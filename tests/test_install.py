@@ -50,6 +50,10 @@ def test_wheel_installs_and_runs(repo_root, tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     env.pop("EVALSUITE_STORE", None)
     assert "recall" in _run([cli, "list"], cwd=work, env=env)
+    bad = subprocess.run([str(cli), "run", "--task", "recal", "--model", "linear"], capture_output=True, text=True,
+                         cwd=work, env=env, timeout=120)
+    assert bad.returncode == 2 and "Did you mean 'recall'" in bad.stderr and "Traceback" not in bad.stderr
+    assert list(work.iterdir()) == []  # refused before anything was written
     _run([cli, "run", "--task", "recall", "--model", "linear", "--preset", "tiny", "--device", "cpu"], cwd=work, env=env)
     _run([cli, "report"], cwd=work, env=env)
     assert (work / "results" / "evalsuite.db").exists() and (work / "results" / "report.html").stat().st_size > 10_000

@@ -1,6 +1,6 @@
 """The HTML report opened in a real browser (Debian's Chromium driven by Playwright)."""
+import copy
 import re
-import shutil
 import textwrap
 from pathlib import Path
 
@@ -8,6 +8,7 @@ import pytest
 
 import evalsuite
 from evalsuite import analysis
+from evalsuite import config as cfg
 from evalsuite.models import feature_maps
 from evalsuite.reports import builder
 from evalsuite.store import Store
@@ -26,28 +27,53 @@ BROKEN = textwrap.dedent('''
 ''')
 
 
+def _variant(store: Store, base: dict, *, seed=None, lr=None, accuracy=None, **model) -> None:
+    """A synthetic record: a trained run's record with another model, seed or rate (no training)."""
+    config = copy.deepcopy(base["config"])
+    config["model"].update(model)
+    if seed is not None:
+        config["seed"] = seed
+    if lr is not None:
+        config["train"]["lr"] = lr
+    metrics = copy.deepcopy(base["metrics"])
+    if accuracy is not None:
+        metrics["accuracy"] = accuracy
+        for s in metrics.get("slices", []):
+            s["accuracy"] = max(0.0, min(1.0, s["accuracy"] + accuracy - base["metrics"]["accuracy"]))
+    run_id = cfg.run_id(config)
+    store.start(run_id, config, base["env"])
+    store.finish(run_id, "done", metrics, None, base["history"])
+
+
 @pytest.fixture(scope="module")
 def report_store(tmp_path_factory):
-    """Runs of several tasks and models, a failed run, a capacity probe, a hostile plug-in name."""
+    """Runs of several tasks and models, a failed run, a capacity probe, a hostile plug-in name.
+
+    Two tiny models are trained (recall with eval segments, needle) for the real shape of every
+    metric; the other records are derived from them, and the failed one comes from a broken plug-in."""
     root = tmp_path_factory.mktemp("report")
-    store = root / "store.db"
-    for model, extra in (("softmax", {}), ("linear", {}), ("delta", {}), ("hybrid", {})):
-        mixture = {"task.eval_segments": [{"num_kv_pairs": 2}, {"num_kv_pairs": 6}]}
-        evalsuite.run("recall", model, preset="tiny", store=store, **mixture, **extra)
-    evalsuite.run("recall", "softmax", preset="tiny", store=store, seed=1)
-    evalsuite.run("recall", "softmax", preset="tiny", store=store, lr=0.01)
-    evalsuite.run("needle", "softmax", preset="tiny", store=store)
-    (root / "broken.py").write_text(BROKEN)
-    evalsuite.run("recall", f"{root / 'broken.py'}:BrokenMixer", preset="tiny", store=store)
+    store = Store(root / "store.db")
+    mixture = {"task.eval_segments": [{"num_kv_pairs": 2}, {"num_kv_pairs": 6}]}
+    evalsuite.run("recall", "softmax", preset="tiny", store=store.path, **mixture)
+    evalsuite.run("needle", "softmax", preset="tiny", store=store.path)
+    (base,) = [r for r in store.runs() if r["config"]["task"]["name"] == "recall"]
+    _variant(store, base, name="linear", feature_map="elu1", accuracy=0.4)
+    _variant(store, base, name="delta", feature_map=None, accuracy=0.7)
+    _variant(store, base, name="hybrid", feature_map="elu1", pattern="SL", accuracy=0.8)
+    _variant(store, base, seed=1, accuracy=0.9)
+    _variant(store, base, lr=0.01, accuracy=0.3)
     feature_maps.register(HOSTILE)(type("Hostile", (feature_maps.Elu1,), {}))
-    evalsuite.run("recall", "linear", feature_map=HOSTILE, preset="tiny", store=store)
-    Store(store).add_probes(analysis.capacity_probe("linear", d_key=8, pairs=[2, 8, 32]))
-    Store(store).add_probes(analysis.capacity_probe("softmax", d_key=8, pairs=[2, 8, 32]))
+    _variant(store, base, name="linear", feature_map=HOSTILE, accuracy=0.2)
+    (root / "broken.py").write_text(BROKEN)
+    failed = evalsuite.run("recall", f"{root / 'broken.py'}:BrokenMixer", preset="tiny", store=store.path)
+    assert failed.status == "failed"
+    store.add_probes(analysis.capacity_probe("linear", d_key=8, pairs=[2, 8, 32]))
+    store.add_probes(analysis.capacity_probe("softmax", d_key=8, pairs=[2, 8, 32]))
     from click.testing import CliRunner
     from evalsuite.cli import main
 
     out = root / "report.html"
-    res = CliRunner().invoke(main, ["report", "--store", str(store), "-o", str(out)])
+    res = CliRunner().invoke(main, ["report", "--store", str(store.path), "-o", str(out)])
     assert res.exit_code == 0, res.output
     return out
 

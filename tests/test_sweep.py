@@ -6,7 +6,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -91,7 +90,7 @@ def test_grid_of_six_with_two_workers_then_resume(tmp_path, store_path):
 def _launch(spec, store_path, *extra):
     return subprocess.Popen([sys.executable, "-m", "evalsuite.cli", "sweep", str(spec), "--store", str(store_path),
                              "--no-report", *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+                            start_new_session=True, env={**os.environ, "OMP_NUM_THREADS": "1"})  # two drivers: no oversubscription
 
 
 def _wait_for(predicate, timeout=120):
