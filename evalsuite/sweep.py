@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from tqdm.auto import tqdm
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from evalsuite import config as cfg
@@ -140,18 +141,23 @@ def expand(spec: SweepSpec) -> list[Point]:
     raw = [_split_joint(c) for c in combos]
     raw += [_split_joint(dict(p)) for p in spec.points]
     points, errors, seen = [], [], set()
+    total = len(raw) * len(spec.seeds)
+    # a few ms a point: show progress on a terminal when validation takes more than a few seconds
+    bar = tqdm(total=total, desc="validating points", disable=None if total > 500 else True, leave=False)
     for values in raw:
         for seed in spec.seeds:
             merged = {**spec.base, **spec.set, **values}
             shown = {**values, "seed": seed}
+            bar.update(1)
             try:
                 point = Point(shown, _resolve_point(merged, seed))
-            except cfg.ConfigError as exc:
+            except UserError as exc:
                 errors.append(f"  {describe(shown)}: {exc}")
                 continue
             if point.run_id not in seen:
                 seen.add(point.run_id)
                 points.append(point)
+    bar.close()
     if errors:
         raise SweepError(f"{len(errors)} of {len(raw) * len(spec.seeds)} points are invalid; nothing was run:\n"
                          + "\n".join(errors[:20]) + ("\n  ..." if len(errors) > 20 else ""))
