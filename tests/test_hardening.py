@@ -542,3 +542,39 @@ def test_sweep_threads_reach_the_workers(tmp_path):
     res = invoke("sweep", spec, "--store", tmp_path / "s.db", "--threads", "1", "--no-report", "--device", "cpu")
     assert res.exit_code == 0, res.output
     assert [r["env"]["threads"] for r in Store(tmp_path / "s.db").runs()] == [1]
+
+
+def test_sigterm_stops_a_sweep_and_its_workers(tmp_path):
+    spec = _spec(tmp_path, "base: {task: recall, model: linear, preset: tiny}\n"
+                           "set: {train.num_train: 4096, train.epochs: 200, train.target_accuracy: 1.0}\n"
+                           "seeds: [0, 1, 2]\n")
+    store_path = tmp_path / "s.db"
+    proc = subprocess.Popen([sys.executable, "-m", "evalsuite.cli", "sweep", str(spec), "--store", str(store_path),
+                             "--workers", "2", "--no-report", "--device", "cpu"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+    def workers():
+        out = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+        return len(out)
+
+    deadline = time.time() + 120
+    while time.time() < deadline and workers() < 2:
+        time.sleep(0.2)
+    time.sleep(3)  # the workers are training
+    proc.send_signal(signal.SIGTERM)
+    out = proc.communicate(timeout=60)[0].decode()
+    assert proc.returncode == 130, out
+
+    def group_alive():
+        try:
+            os.killpg(proc.pid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+
+    deadline = time.time() + 30  # workers are terminated, not waited for (their runs would take minutes)
+    while time.time() < deadline and group_alive():
+        time.sleep(0.2)
+    assert not group_alive(), subprocess.run(["ps", "-o", "pid,stat,cmd", "-g", str(proc.pid)], capture_output=True,
+                                             text=True).stdout
+    assert sorted(r["status"] for r in Store(store_path).runs()) == ["interrupted"] * 3

@@ -25,6 +25,13 @@ def _cpu_count() -> int:
         return os.cpu_count() or 1
 
 
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Terminate the pool's workers instead of waiting for their current runs to finish."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
 class LocalExecutor:
     def __init__(self, workers: int | None = None, device: str = "auto", threads: int | None = None):
         import torch
@@ -48,16 +55,20 @@ class LocalExecutor:
             with ProcessPoolExecutor(max_workers=min(self.workers, len(pending)), mp_context=ctx) as pool:
                 futures = {pool.submit(execute_point, c, self._device(n), self.threads, str(incoming)): i
                            for n, (i, c) in enumerate(pending.items())}
-                for future in as_completed(futures):
-                    i = futures[future]
-                    try:
-                        result = future.result()
-                    except BrokenProcessPool:
-                        continue
-                    except Exception as exc:  # noqa: BLE001 - a result, not a crash of the sweep
-                        result = failed_result(pending[i], f"{type(exc).__name__}: {exc}")
-                    finished.add(i)
-                    yield result
+                try:
+                    for future in as_completed(futures):
+                        i = futures[future]
+                        try:
+                            result = future.result()
+                        except BrokenProcessPool:
+                            continue
+                        except Exception as exc:  # noqa: BLE001 - a result, not a crash of the sweep
+                            result = failed_result(pending[i], f"{type(exc).__name__}: {exc}")
+                        finished.add(i)
+                        yield result
+                except BaseException:  # Ctrl-C, SIGTERM, or the driver stopped: stop the workers now
+                    _stop(pool)
+                    raise
             for i in list(pending):
                 if i in finished:
                     del pending[i]
