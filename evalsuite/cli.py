@@ -18,6 +18,7 @@ import click
 
 from evalsuite import __version__
 from evalsuite.errors import EvalsuiteError, Interrupted
+from evalsuite.records import TARGET_ACCURACY
 
 MAX_SEED = 2**31 - 1
 MAX_PAIRS = 65_536
@@ -163,7 +164,7 @@ def run(task, model, feature_map, preset, overrides, seed, device, store_path, t
         from evalsuite.reports import builder
 
         try:
-            builder.write([_as_report_run(result)], report, title=f"evalsuite: {model} on {task}")
+            builder.write([result], report, title=f"evalsuite: {model} on {task}")
         except OSError as exc:  # the run is recorded; say so and go on
             result.warnings.append(f"report not written: {_os_message(exc)}")
             report = None
@@ -178,11 +179,6 @@ def _threads() -> int:
     return torch.get_num_threads()
 
 
-def _as_report_run(result) -> dict:
-    return {"run_id": result.run_id, "config": result.config, "status": result.status, "metrics": result.metrics,
-            "error": result.error, "warnings": result.warnings, "env": result.env, "history": result.history}
-
-
 def _summary(result, store_path, report) -> str:
     from evalsuite.train import convergence_note
 
@@ -191,9 +187,9 @@ def _summary(result, store_path, report) -> str:
     name = model["name"] + (f" ({model['feature_map']})" if model.get("feature_map") else "")
     rows = [("run", result.run_id + ("  (cached: already in the store; --force retrains)" if result.cached else "")),
             ("task / model", f"{result.config['task']['name']} / {name}"),
-            ("status", result.status)]
+            ("status", result.status.value)]
     if result.error:
-        rows.append(("error", result.error.strip().splitlines()[0]))
+        rows.append(("error", result.first_error_line()))
     if "accuracy" in m:
         floor = ""
         if "context_chance" in m:
@@ -387,7 +383,7 @@ def sweep(spec, executor, workers, address, device, store_path, threads, retry_f
         click.echo(f"{len(points)} runs: " + ", ".join(f"{len(v)} {k}" for k, v in state.items()))
         for p in state["failed"]:
             row = store.get(p.run_id)
-            click.echo(f"  failed  {p.run_id}  {sweeps.describe(p.axes)}: {(row['error'] or '').strip().splitlines()[0][:100]}")
+            click.echo(f"  failed  {p.run_id}  {sweeps.describe(p.axes)}: {row.first_error_line(100)}")
         for p in state["running"]:
             click.echo(f"  running {p.run_id}  {sweeps.describe(p.axes)} (by a live process)")
         for p in state["interrupted"]:
@@ -465,7 +461,7 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
         click.echo(f"{v.name:<16} {v.status.upper()}" + (f"  ({v.why})" if v.why else ""))
         for f in v.figures:
             click.echo(f"{'':<17}{f}")
-    runs = list({r["run_id"]: r for name in names for r in rep.experiment_runs(rep.EXPERIMENTS[name], scale, store)}.values())
+    runs = list({r.run_id: r for name in names for r in rep.experiment_runs(rep.EXPERIMENTS[name], scale, store)}.values())
     path = builder.write(runs, output, title=f"evalsuite: reproducing the literature ({scale} scale)",
                          probes=store.probes(), preamble=rep.verdict_html(verdicts))
     click.echo(f"report   {path}")
@@ -552,7 +548,7 @@ def _stored_run_options(command):
 
 def _load_run(store_path, run):
     from evalsuite.store import Store
-    from evalsuite.train import load_trained
+    from evalsuite.pipeline import load_trained
 
     store = Store(store_path)
     if not store.path.exists():
@@ -581,7 +577,7 @@ def _table(df, floatfmt: str = "{:.3f}") -> str:
 @click.option("--variant", default="schlag", show_default=True, type=click.Choice(["schlag", "tied"]),
               help="trained probe: schlag = Schlag et al. 6.1 (one-hot values, own query projection, held-out knee); "
                    "tied = random unit values, query through the key projection")
-@click.option("--threshold", default=0.99, show_default=True, type=click.FloatRange(0, 1))
+@click.option("--threshold", default=TARGET_ACCURACY, show_default=True, type=click.FloatRange(0, 1))
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(0, MAX_SEED))
 @click.option("--csv", "csv_path", default=None, type=click.Path(), help="also write the table as CSV")
 @overwrite_option

@@ -18,6 +18,7 @@ from evalsuite import tasks as task_zoo
 from evalsuite.errors import UserError
 from evalsuite.params import Params
 from evalsuite.registry import UnknownName
+from evalsuite.records import TARGET_ACCURACY
 
 SECTIONS = ("task", "model", "train")
 MAX_SEED = 2**31 - 1
@@ -59,7 +60,7 @@ class TrainConfig(Params):
     grad_clip: float = Field(1.0, ge=0, description="gradient-norm clip; 0 disables")
     eval_every: int = Field(100, ge=1, description="steps between validation passes")
     patience: int = Field(0, ge=0, description="validation passes without improvement before stopping; 0 disables")
-    target_accuracy: float = Field(0.99, gt=0, le=1, description="stop once validation accuracy reaches this (Zoology: 0.99)")
+    target_accuracy: float = Field(TARGET_ACCURACY, gt=0, le=1, description="stop once validation accuracy reaches this (Zoology: 0.99)")
     precision: Literal["auto", "fp32", "bf16"] = Field("auto", description="auto: bf16 autocast on CUDA, fp32 on CPU")
     resample_every: int = Field(0, ge=0, description="steps between redraws of random feature maps (performer); 0 never")
 

@@ -13,8 +13,10 @@ from typing import Callable
 import pandas as pd
 
 from evalsuite.errors import UserError
+from evalsuite.labels import memory_label
 from evalsuite.reproduce_rules import BUDGET_FACTOR, CEILING, MARGIN, Cell, higher, not_higher
 from evalsuite.sweep import SweepSpec
+from evalsuite.records import TARGET_ACCURACY
 
 SCALES = ("cpu", "paper")
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
@@ -217,7 +219,10 @@ def verdict_linear_width(runs, probes, p) -> Verdict:
 
 # ---- 3. capacity knee -----------------------------------------------------------------------------
 
-CAPACITY_MEMORIES = ["linear/elu1", "linear/dpfp(nu=1)", "linear/dpfp(nu=2)", "linear/dpfp(nu=3)", "softmax"]
+# the memories of the capacity verdict, named by the one function that names probe rows
+CAPACITY_MEMORIES = [memory_label(*m) for m in (("linear", "elu1"), ("linear", "dpfp", {"nu": 1}),
+                                                ("linear", "dpfp", {"nu": 2}), ("linear", "dpfp", {"nu": 3}),
+                                                ("softmax",))]
 
 
 def probe_curves(probes: pd.DataFrame, d_key: int) -> dict[str, pd.DataFrame]:
@@ -243,7 +248,7 @@ def probe_curves(probes: pd.DataFrame, d_key: int) -> dict[str, pd.DataFrame]:
     return {m: df.sort_values("pairs") for m, df in grouped.groupby("memory")}
 
 
-def knee_unsettled(curve: pd.DataFrame, threshold: float = 0.99) -> tuple[str, list[int]] | None:
+def knee_unsettled(curve: pd.DataFrame, threshold: float = TARGET_ACCURACY) -> tuple[str, list[int]] | None:
     """What the first S below ``threshold`` still needs before the knee can be cited, and the S
     values from it on: ``("seed", S)`` (a second seed), ``("steps", S)`` (4x the steps: a seed ran
     out of steps and may still have been learning); ``None`` when settled."""
@@ -272,7 +277,7 @@ def verdict_capacity(runs, probes, p) -> Verdict:
     knees = {m: knee(curves[m]) for m in need}
     open_ = {m: knee_unsettled(curves[m]) for m in need}
     largest = int(min(curves[m].pairs.max() for m in need))
-    figures = [f"d_key {d_key}, S up to {largest}, knee = largest S retrieved at >= 0.99 on held-out sequences "
+    figures = [f"d_key {d_key}, S up to {largest}, knee = largest S retrieved at >= {TARGET_ACCURACY} on held-out sequences "
                f"(mean over seeds): " + ", ".join(f"{m} {knees[m]}" + (" (unsettled)" if open_[m] else "") for m in need)]
     figures.append("50% point (S where accuracy falls through 0.5, log-interpolated): "
                    + ", ".join(f"{m} " + (f"{h:.0f}" if math.isfinite(h := half_point(curves[m])) else f">= {largest}")
@@ -281,7 +286,7 @@ def verdict_capacity(runs, probes, p) -> Verdict:
                 + f" ({int(curves[m].seeds.min())}-{int(curves[m].seeds.max())} seeds, up to {int(curves[m].max_steps.max()):,} steps)"
                 for m in need]
     # positive control: every memory retrieves the smallest S, or the probe did not train
-    untrained = [m for m in need if curves[m].accuracy.iloc[0] < 0.99]
+    untrained = [m for m in need if curves[m].accuracy.iloc[0] < TARGET_ACCURACY]
     if untrained:
         return Verdict(name, finding, INCONCLUSIVE, figures,
                        f"positive control failed: {', '.join(untrained)} did not retrieve even {int(curves[untrained[0]].pairs.iloc[0])} pairs")
@@ -425,7 +430,7 @@ def verdict_copy(runs, probes, p) -> Verdict:
 
 
 def _fmt_steps(c: Cell) -> str:
-    return ", ".join(f"{r['metrics']['best_step']} of {r['metrics']['steps']}" for r in c.best_runs)
+    return ", ".join(f"{r.metrics['best_step']} of {r.metrics['steps']}" for r in c.best_runs)
 
 
 # ---- 8. Sharpness ---------------------------------------------------------------------------------
@@ -435,7 +440,7 @@ def cells_sharpness(runs, p) -> list[Cell]:
 
 
 def _retrieval(run):
-    a = run["metrics"].get("analysis") or {}
+    a = run.metrics.get("analysis") or {}
     rows = a.get("sharpness") or []
     sel = a.get("retrieval_layer")
     for row in rows:
@@ -587,9 +592,8 @@ PROBE_STEPS = 4000  # the paper trains up to 100,000 steps; 4,000 at CPU scale (
 
 
 def _probe_name(call: dict) -> str:
-    from evalsuite.analysis.capacity import memory_name
 
-    return memory_name(call["memory"], call.get("feature_map"), call.get("feature_map_options"))
+    return memory_label(call["memory"], call.get("feature_map"), call.get("feature_map_options"))
 
 
 def run_probes(experiment: Experiment, scale: str, store, echo=print) -> None:

@@ -23,6 +23,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalsuite.records import RunRecord
+
 LEARNED_FRACTION = 0.5
 MIN_RATES = 3
 MIN_SEEDS = 2
@@ -43,8 +45,8 @@ def get(config: dict, path: str) -> Any:
     return node
 
 
-def matches(run: dict, where: dict[str, Any]) -> bool:
-    return all(get(run["config"], k) == v for k, v in where.items())
+def matches(run: RunRecord, where: dict[str, Any]) -> bool:
+    return all(get(run.config, k) == v for k, v in where.items())
 
 
 def _mean(xs):
@@ -57,43 +59,43 @@ class Cell:
 
     label: str
     where: dict[str, Any]
-    runs: list[dict] = field(default_factory=list)  # done runs of this configuration
+    runs: list[RunRecord] = field(default_factory=list)  # done runs of this configuration
 
     @classmethod
-    def of(cls, runs: list[dict], label: str, **where) -> "Cell":
+    def of(cls, runs: list[RunRecord], label: str, **where) -> "Cell":
         where = {k.replace("__", "."): v for k, v in where.items()}
-        return cls(label, where, [r for r in runs if r["status"] == "done" and matches(r, where)])
+        return cls(label, where, [r for r in runs if r.ok and matches(r, where)])
 
     # --- budgets, rates, seeds ----------------------------------------------------------------
     @property
     def base_epochs(self) -> float | None:
-        epochs = [get(r["config"], "train.epochs") for r in self.runs]
+        epochs = [get(r.config, "train.epochs") for r in self.runs]
         return min(epochs) if epochs else None
 
-    def _at(self, epochs: float | None = None, lr: float | None = None) -> list[dict]:
+    def _at(self, epochs: float | None = None, lr: float | None = None) -> list[RunRecord]:
         epochs = self.base_epochs if epochs is None else epochs
-        return [r for r in self.runs if math.isclose(get(r["config"], "train.epochs"), epochs)
-                and (lr is None or math.isclose(get(r["config"], "train.lr"), lr))]
+        return [r for r in self.runs if math.isclose(get(r.config, "train.epochs"), epochs)
+                and (lr is None or math.isclose(get(r.config, "train.lr"), lr))]
 
     @property
     def rates(self) -> list[float]:
-        return sorted({get(r["config"], "train.lr") for r in self._at()})
+        return sorted({get(r.config, "train.lr") for r in self._at()})
 
     @property
     def best_lr(self) -> float | None:
         """The rate with the best mean validation accuracy over seeds at the base budget."""
         if not self.runs:
             return None
-        by_lr = {lr: _mean([r["metrics"]["val_accuracy"] for r in self._at(lr=lr)]) for lr in self.rates}
+        by_lr = {lr: _mean([r.metrics["val_accuracy"] for r in self._at(lr=lr)]) for lr in self.rates}
         return max(by_lr, key=lambda lr: (by_lr[lr], -lr))
 
     @property
-    def best_runs(self) -> list[dict]:
+    def best_runs(self) -> list[RunRecord]:
         return self._at(lr=self.best_lr) if self.runs else []
 
     @property
     def seeds(self) -> list[int]:
-        return sorted({r["config"]["seed"] for r in self.best_runs})
+        return sorted({r.config["seed"] for r in self.best_runs})
 
     @property
     def at_edge(self) -> bool:
@@ -101,7 +103,7 @@ class Cell:
 
     # --- figures --------------------------------------------------------------------------------
     def _metric(self, name: str, runs=None) -> list[float]:
-        return [r["metrics"][name] for r in (self.best_runs if runs is None else runs) if name in r["metrics"]]
+        return [r.metrics[name] for r in (self.best_runs if runs is None else runs) if name in r.metrics]
 
     @property
     def acc(self) -> float:
@@ -127,7 +129,7 @@ class Cell:
         return _mean(self._metric("state_size"))
 
     @property
-    def long_runs(self) -> list[dict]:
+    def long_runs(self) -> list[RunRecord]:
         """Runs at 4x the base budget and the best rate."""
         if not self.runs:
             return []
@@ -139,9 +141,9 @@ class Cell:
         long = self.long_runs
         if not long:
             return None
-        seeds = {r["config"]["seed"] for r in long}
-        base = [r["metrics"]["accuracy"] for r in self.best_runs if r["config"]["seed"] in seeds]
-        return _mean([r["metrics"]["accuracy"] for r in long]) - _mean(base)
+        seeds = {r.config["seed"] for r in long}
+        base = [r.metrics["accuracy"] for r in self.best_runs if r.config["seed"] in seeds]
+        return _mean([r.metrics["accuracy"] for r in long]) - _mean(base)
 
     # --- judgements -----------------------------------------------------------------------------
     @property
@@ -172,7 +174,7 @@ class Cell:
     def long_acc(self) -> float | None:
         """Mean test accuracy of the 4x-budget reruns at the best rate (None without one)."""
         long = self.long_runs
-        return _mean([r["metrics"]["accuracy"] for r in long]) if long else None
+        return _mean([r.metrics["accuracy"] for r in long]) if long else None
 
     def missing_for_settled(self) -> list[str]:
         """What a negative result of this cell still lacks (empty: it is settled)."""
@@ -216,7 +218,7 @@ class Cell:
         gain = self.gain_4x
         if gain is not None:
             text += f"; at {BUDGET_FACTOR}x the budget {self.long_acc:.3f} ({gain:+.3f})"
-        under = sum(bool(r["metrics"].get("undertrained")) for r in self.best_runs)
+        under = sum(bool(r.metrics.get("undertrained")) for r in self.best_runs)
         if under:
             text += f"; {under} undertrained"
         return text + ")"
@@ -240,12 +242,12 @@ class Cell:
             step = rates[1] / rates[0] if len(rates) > 1 else math.sqrt(10)
             lr = self.best_lr * step if self.best_lr == rates[-1] else self.best_lr / step
             if LR_LIMITS[0] <= lr <= LR_LIMITS[1]:
-                return [_with(best["config"], lr=float(f"{lr:.3g}"))]
+                return [_with(best.config, lr=float(f"{lr:.3g}"))]
         missing_seeds = [s for s in range(MIN_SEEDS) if s not in self.seeds]
         if missing_seeds:
-            return [_with(best["config"], seed=s) for s in missing_seeds]
+            return [_with(best.config, seed=s) for s in missing_seeds]
         if short and not self.long_runs:
-            return [_with(best["config"], epochs=BUDGET_FACTOR * self.base_epochs)]
+            return [_with(best.config, epochs=BUDGET_FACTOR * self.base_epochs)]
         return []
 
 

@@ -17,16 +17,14 @@ import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import pandas as pd
 
 from evalsuite.errors import UserError
 from evalsuite.files import SQLITE_MAGIC, atomic_write
+from evalsuite.records import RunRecord, Status
 
-# stored statuses; "stale" is read, never written: a "running" row whose process is gone
-STATUSES = ("running", "done", "failed", "diverged", "interrupted")
-RERUN = ("running", "stale", "interrupted")  # started, never finished: a sweep runs them again
 APPLICATION_ID = 0x45564C53  # "EVLS"
 SCHEMA_VERSION = 2  # 1: before pid, host and warnings; migrated on the first write
 
@@ -157,18 +155,17 @@ class Store:
                            f"in {self.path}")
         return ids[0]
 
-    def runs(self, run_ids: list[str] | None = None) -> list[dict]:
-        """Every run (or those in ``run_ids``) with config, status, metrics, error, env and history,
-        oldest first: what the reports read."""
+    def runs(self, run_ids: list[str] | None = None) -> list[RunRecord]:
+        """Every run (or those in ``run_ids``) with its history, oldest first: what the reports read."""
         with self.connect(create=False) as conn:
             conn.row_factory = sqlite3.Row
-            rows = [_decode(dict(r)) for r in conn.execute("SELECT * FROM runs ORDER BY started_at")]
+            rows = [dict(r) for r in conn.execute("SELECT * FROM runs ORDER BY started_at")]
             steps = conn.execute("SELECT run_id, step, name, value FROM steps ORDER BY run_id, step").fetchall()
         history: dict[str, dict[int, dict]] = {}
         for run_id, step, name, value in steps:
             history.setdefault(run_id, {}).setdefault(step, {"step": step})[name] = value
         wanted = set(run_ids) if run_ids is not None else None
-        return [{**r, "history": list(history.get(r["run_id"], {}).values())}
+        return [_decode(r, list(history.get(r["run_id"], {}).values()))
                 for r in rows if wanted is None or r["run_id"] in wanted]
 
     def statuses(self, run_ids: list[str]) -> list[dict]:
@@ -178,7 +175,7 @@ class Store:
             out = []
             for lo in range(0, len(run_ids), 500):
                 chunk = run_ids[lo:lo + 500]
-                out += [{"run_id": r["run_id"], "status": _decode(dict(r))["status"], "pid": dict(r).get("pid")} for r in _rows(conn,
+                out += [{"run_id": r["run_id"], "status": _status(dict(r)), "pid": dict(r).get("pid")} for r in _rows(conn,
                         f"SELECT {cols} FROM runs WHERE run_id IN ({','.join('?' * len(chunk))})", chunk)]
             return out
 
@@ -296,16 +293,21 @@ class Store:
                  config["seed"], json.dumps(config, sort_keys=True), json.dumps(env), time.time(), os.getpid(), HOST))
             conn.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
 
-    def finish(self, run_id: str, status: str, metrics: dict, error: str | None,
-               history: list[dict[str, Any]], env: dict | None = None) -> None:
-        """Record how a run ended; ``env`` (what it ran on) replaces the one given at start."""
-        if status not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
-        rows = [(run_id, int(h["step"]), k, _finite_or_none(v)) for h in history for k, v in h.items() if k != "step"]
+    def finish(self, record: RunRecord) -> None:
+        """Record how a run ended (a row is started first when there is none); its ``env`` (what
+        it ran on) replaces the one given at start when it has one."""
+        if record.status is Status.STALE:
+            raise ValueError("stale is read, never written")
+        rows = [(record.run_id, int(h["step"]), k, _finite_or_none(v))
+                for h in record.history for k, v in h.items() if k != "step"]
+        if self.get(record.run_id) is None:
+            self.start(record.run_id, record.config, record.env)
         with self.connect() as conn:
-            conn.execute("UPDATE runs SET status = ?, metrics = ?, error = ?, finished_at = ?, env = COALESCE(?, env) "
-                         "WHERE run_id = ?", (status, json.dumps(metrics), error, time.time(),
-                                              json.dumps(env) if env else None, run_id))
+            conn.execute("UPDATE runs SET status = ?, metrics = ?, error = ?, warnings = ?, finished_at = ?, "
+                         "env = COALESCE(?, env) WHERE run_id = ?",
+                         (record.status.value, json.dumps(record.metrics), record.error,
+                          json.dumps(record.warnings) if record.warnings else None, time.time(),
+                          json.dumps(record.env) if record.env else None, record.run_id))
             conn.executemany("INSERT OR REPLACE INTO steps VALUES (?, ?, ?, ?)", rows)
 
     def interrupt(self, run_ids: list[str], why: str) -> None:
@@ -317,17 +319,21 @@ class Store:
     def warn(self, run_id: str, message: str) -> None:
         """Add a warning to a finished run (its weights could not be saved, ...); the run stands."""
         row = self.get(run_id)
-        warnings = (row or {}).get("warnings") or []
+        warnings = row.warnings if row is not None else []
         with self.connect() as conn:
             conn.execute("UPDATE runs SET warnings = ? WHERE run_id = ?", (json.dumps(warnings + [message]), run_id))
 
-    def get(self, run_id: str) -> dict | None:
+    def get(self, run_id: str, with_history: bool = False) -> RunRecord | None:
+        """The run (with its per-step history when asked), or None."""
         if not self.path.exists():
             return None
         with self.connect(create=False) as conn:
             conn.row_factory = sqlite3.Row
             row = conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        return _decode(dict(row)) if row else None
+        if row is None:
+            return None
+        history = self.history(run_id).to_dict("records") if with_history else []
+        return _decode(dict(row), [{k: v for k, v in h.items() if v == v} for h in history])  # drop NaN fill
 
     def history(self, run_id: str) -> pd.DataFrame:
         """Per-step metrics of one run, one row per step."""
@@ -348,22 +354,35 @@ class Store:
             return pd.DataFrame(columns=columns)
         with self.connect(create=False) as conn:
             conn.row_factory = sqlite3.Row
-            rows = [_decode(dict(r)) for r in conn.execute("SELECT * FROM runs ORDER BY started_at")]
-        if not rows:
+            records = [_decode(dict(r)) for r in conn.execute("SELECT * FROM runs ORDER BY started_at")]
+        if not records:
             return pd.DataFrame(columns=columns)
-        metrics = pd.DataFrame([r.pop("metrics") for r in rows])
-        base = pd.DataFrame(rows)[columns]
+        metrics = pd.DataFrame([r.metrics for r in records])
+        base = pd.DataFrame([{**r.model_dump(exclude={"metrics", "history"}), "status": r.status.value, "task": r.task,
+                              "model": r.model, "feature_map": r.config["model"].get("feature_map"), "seed": r.seed}
+                             for r in records])[columns]
         return pd.concat([base, metrics.drop(columns=[c for c in metrics if c in base], errors="ignore")], axis=1)
 
 
-def _decode(row: dict) -> dict:
+RECORD_COLUMNS = ("run_id", "config", "status", "metrics", "error", "warnings", "env", "started_at", "finished_at",
+                  "pid", "host")  # task, model, feature_map and seed are copies of config fields, for SQL
+
+
+def _decode(row: dict, history: list[dict] | None = None) -> RunRecord:
+    """A stored row as a record (a store of schema 1 lacks pid, host and warnings: None)."""
+    values = {k: row.get(k) for k in RECORD_COLUMNS}
     for key in ("config", "metrics", "env", "warnings"):
-        if key in row and isinstance(row[key], str):
-            row[key] = json.loads(row[key])
-    row["warnings"] = row.get("warnings") or []
+        if isinstance(values[key], str):
+            values[key] = json.loads(values[key])
+    values["warnings"] = values["warnings"] or []
+    values["status"] = _status(row)
+    return RunRecord(**{k: v for k, v in values.items() if v is not None or k in ("error",)}, history=history or [])
+
+
+def _status(row: dict) -> Status:
     if row.get("status") == "running" and not process_alive(row.get("pid"), row.get("host")):
-        row["status"] = "stale"
-    return row
+        return Status.STALE
+    return Status(row["status"])
 
 
 def _rows(conn: sqlite3.Connection, sql: str, params=()) -> list[sqlite3.Row]:

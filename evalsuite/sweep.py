@@ -38,7 +38,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 from evalsuite import config as cfg
 from evalsuite.errors import Interrupted, UserError
 from evalsuite.executors.base import incoming_dir, read_result
-from evalsuite.store import RERUN, Store
+from evalsuite.records import RunRecord, Status
+from evalsuite.store import Store
 
 NAMED_AXES = ("task", "model", "feature_map", "preset")
 
@@ -195,10 +196,10 @@ def status(points: list[Point], store: Store) -> dict[str, list[Point]]:
     for p in points:
         row = rows.get(p.run_id) or {}
         s = row.get("status")
-        if s == "running" and row.get("pid") == os.getpid():
-            s = "stale"  # started by this very process, which is not running it now
-        out["done" if s == "done" else "running" if s == "running" else "interrupted" if s in RERUN
-            else "failed" if s in ("failed", "diverged") else "left"].append(p)
+        if s is Status.RUNNING and row.get("pid") == os.getpid():
+            s = Status.STALE  # started by this very process, which is not running it now
+        out["left" if s is None else "done" if s is Status.DONE else "running" if s is Status.RUNNING
+            else "interrupted" if s.unfinished else "failed"].append(p)
     return out
 
 
@@ -214,23 +215,13 @@ def ingest_incoming(store: Store) -> int:
     return count
 
 
-def record(store: Store, result: dict) -> None:
-    """Write one finished result to the store (driver only), then drop its incoming files. The
-    metrics land first; weights that cannot be moved into place are a warning on the run."""
-    run_id = result["run_id"]
-    weights = incoming_dir(store) / f"{run_id}.pt"
-    if store.get(run_id) is None:
-        store.start(run_id, result["config"], result.get("env") or {})
-    store.finish(run_id, result["status"], result.get("metrics") or {}, result.get("error"), result.get("history") or [],
-                 env=result.get("env") or None)
-    if result["status"] == "done" and weights.exists():
-        target = store.weights_path(run_id)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(weights, target)
-        except OSError as exc:
-            store.warn(run_id, f"weights not saved ({exc}); `evalsuite analyze --run` needs them: rerun the point")
-    (incoming_dir(store) / f"{run_id}.json").unlink(missing_ok=True)
+def record(store: Store, result: RunRecord) -> None:
+    """Persist one finished record (driver only), then drop its incoming files."""
+    from evalsuite.pipeline import persist
+
+    weights = incoming_dir(store) / f"{result.run_id}.pt"
+    persist(store, result, weights if weights.exists() else None)
+    (incoming_dir(store) / f"{result.run_id}.json").unlink(missing_ok=True)
     weights.unlink(missing_ok=True)
 
 
@@ -281,7 +272,7 @@ def run_points(points: list[Point], *, name: str, spec: dict, store: Store, exec
     try:
         for result in runner.run([p.config for p in todo], incoming_dir(store)):
             record(store, result)
-            failed += result["status"] != "done"
+            failed += not result.ok
             progress.update(result)
     except (KeyboardInterrupt, Interrupted) as exc:
         ingest_incoming(store)  # results the workers finished before the signal
@@ -299,21 +290,18 @@ class Progress:
         self.total, self.done, self.failed, self.echo = total, 0, 0, echo
         self.start = time.perf_counter()
 
-    def update(self, result: dict) -> None:
+    def update(self, result: RunRecord) -> None:
         self.done += 1
-        self.failed += result["status"] != "done"
+        self.failed += not result.ok
         elapsed = time.perf_counter() - self.start
         eta = elapsed / self.done * (self.total - self.done)
-        metrics = result.get("metrics") or {}
-        acc, floor = metrics.get("accuracy"), metrics.get("context_chance")
-        what = f"{result['config']['model']['name']} on {result['config']['task']['name']}"
-        error = (result.get("error") or "").strip()
-        detail = error.splitlines()[0][:80] if error else ""
+        acc, floor = result.metric("accuracy"), result.metric("context_chance")
+        detail = result.first_error_line(80)
         if acc is not None:
             detail = f"accuracy {acc:.4f}" + (f" (chance {floor:.3f})" if floor is not None else "") \
-                + (" undertrained" if metrics.get("undertrained") else "")
-        self.echo(f"[{self.done}/{self.total}] {result['status']:<8} {what} ({result['run_id']}) {detail}"
-                  f"  | {self.failed} failed, {elapsed:.0f} s elapsed, ETA {eta:.0f} s")
+                + (" undertrained" if result.metric("undertrained") else "")
+        self.echo(f"[{self.done}/{self.total}] {result.status.value:<8} {result.model} on {result.task} "
+                  f"({result.run_id}) {detail}  | {self.failed} failed, {elapsed:.0f} s elapsed, ETA {eta:.0f} s")
 
     def close(self) -> None:
         self.echo(f"finished {self.done} runs in {time.perf_counter() - self.start:.0f} s, {self.failed} failed")

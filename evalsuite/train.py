@@ -1,7 +1,8 @@
-"""Training and evaluation of one run: data from a task, a model from the zoo, metrics out.
+"""Training and evaluation of one run: data from a task, a model from the zoo, a ``RunRecord`` out.
 
 Loss and logits are computed only at graded positions: the hidden states there are gathered
-before the output head, which dominates the cost at large vocabularies.
+before the output head, which dominates the cost at large vocabularies. The trainer knows nothing
+of analyses or stores: ``evalsuite.pipeline`` analyses and persists what it returns.
 """
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
-from evalsuite import analysis
 from evalsuite import config as cfg
+from evalsuite.analysis.state import state_size
 from evalsuite.models.feature_maps import FeatureMap
+from evalsuite.records import RunRecord, Status
 from evalsuite.tasks import IGNORE, Batch
 from evalsuite.tasks.base import majority_rate
 
@@ -31,21 +33,13 @@ class Diverged(RuntimeError):
 
 
 @dataclass
-class RunResult:
-    run_id: str
-    config: dict
-    status: str  # done | failed | diverged
-    metrics: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
-    history: list[dict[str, float]] = field(default_factory=list)
-    env: dict[str, Any] = field(default_factory=dict)
-    model: torch.nn.Module | None = field(default=None, repr=False)
-    cached: bool = False
-    warnings: list[str] = field(default_factory=list)
+class Trained:
+    """What training returns: the record, and for a finished run the model (best checkpoint) and
+    the test batch the pipeline's analyses read."""
 
-    @property
-    def ok(self) -> bool:
-        return self.status == "done"
+    record: RunRecord
+    model: torch.nn.Module | None = field(default=None, repr=False)
+    test: Batch | None = field(default=None, repr=False)
 
 
 MAX_SEGMENTS = cfg.MAX_SEGMENTS
@@ -214,23 +208,6 @@ def train_step(model, optimizer, batch: Batch, grad_clip: float, autocast) -> fl
     return loss.detach().item()
 
 
-def load_trained(store, run_id: str):
-    """``(config, model with its saved weights, test batch)`` of a finished run, for analysis."""
-    row = store.get(run_id)
-    if row is None:
-        raise KeyError(f"no run {run_id!r} in {store.path}")
-    if row["status"] != "done":
-        reason = (row.get("error") or "").strip().splitlines()[:1]
-        raise KeyError(f"run {run_id} is {row['status']}" + (f" ({reason[0][:120]})" if reason else "")
-                       + "; only finished runs have weights to analyse")
-    config = row["config"]
-    data, _, tasks_ = make_data(config["task"], config["train"], config["seed"], splits=("test",),
-                                cache_dir=store.cache_dir)
-    model = cfg.build_model(config["model"], max(t.vocab_size for t in tasks_))
-    model.load_state_dict(store.load_weights(row["run_id"]))
-    return config, model.eval(), data["test"]
-
-
 def resample_feature_maps(model: torch.nn.Module) -> None:
     """Redraw every random feature map of ``model`` (a no-op for deterministic maps)."""
     for module in model.modules():
@@ -238,33 +215,35 @@ def resample_feature_maps(model: torch.nn.Module) -> None:
             module.resample()
 
 
-def train_run(config: dict, device: torch.device, progress: bool | None = None, cache_dir=None) -> RunResult:
+def train_run(config: dict, device: torch.device, progress: bool | None = None, cache_dir=None) -> Trained:
     """Train and test one validated configuration. Failures are returned, not raised (Ctrl-C and
     SIGTERM are raised: the caller records the run as interrupted)."""
-    run_id = cfg.run_id(config)
-    result = RunResult(run_id=run_id, config=config, status="running")
+    metrics: dict[str, Any] = {}
+    history: list[dict[str, float]] = []
+    model = test = None
     start = time.perf_counter()
     try:
-        _train(config, device, result, progress, cache_dir)
-        result.status = "done"
+        model, test = _train(config, device, metrics, history, progress, cache_dir)
+        status, error = Status.DONE, None
     except Diverged as exc:
-        result.status, result.error = "diverged", str(exc)
+        status, error = Status.DIVERGED, str(exc)
     except Exception as exc:  # recorded in the store; the caller decides the exit status
-        result.status = "failed"
-        result.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"
-    result.metrics["wall_time_s"] = time.perf_counter() - start
-    return result
+        status, error = Status.FAILED, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"
+    metrics["wall_time_s"] = time.perf_counter() - start
+    record = RunRecord(run_id=cfg.run_id(config), config=config, status=status, error=error, metrics=metrics,
+                       history=history)
+    return Trained(record, model, test)
 
 
-def _train(config: dict, device: torch.device, result: RunResult, progress: bool | None, cache_dir) -> None:
+def _train(config: dict, device: torch.device, metrics: dict, history: list, progress: bool | None, cache_dir):
+    """Fill ``metrics`` and ``history``; return the model at its best checkpoint and the test batch."""
     train, seed = config["train"], config["seed"]
     torch.manual_seed(seed)
     data, eval_sets, all_tasks = make_data(config["task"], train, seed, cache_dir=cache_dir)
     slice_keys = tuple(dict.fromkeys(k for t in all_tasks for k in t.slice_keys))
     model = cfg.build_model(config["model"], max(t.vocab_size for t in all_tasks)).to(device)
-    result.model = model
     seq_len = data["train"].inputs.shape[1]
-    result.metrics.update(parameters=model.num_parameters(), state_size=model.state_size(seq_len),
+    metrics.update(parameters=model.num_parameters(), state_size=model.state_size(seq_len),
                           seq_len=seq_len)
 
     batches_per_epoch = max(1, len(data["train"]) // train["batch_size"])
@@ -298,7 +277,7 @@ def _train(config: dict, device: torch.device, result: RunResult, progress: bool
 
         if step % train["eval_every"] == 0 or step == total_steps:
             val = evaluate(model, data["val"], device, train["precision"])
-            result.history.append({"step": step, "train_loss": loss_value, "val_loss": val["loss"],
+            history.append({"step": step, "train_loss": loss_value, "val_loss": val["loss"],
                                    "val_accuracy": val["accuracy"], "lr": schedule.get_last_lr()[0]})
             bar.set_postfix(loss=f"{loss_value:.3f}", val_acc=f"{val['accuracy']:.3f}")
             if val["accuracy"] > best["accuracy"]:
@@ -319,23 +298,18 @@ def _train(config: dict, device: torch.device, result: RunResult, progress: bool
     slices = [{"split": "test", **s} for s in test.get("slices", [])]
     for i, eval_set in enumerate(eval_sets):
         ev = evaluate(model, eval_set, device, train["precision"], slice_keys=slice_keys)
-        result.metrics[f"eval_{i}_accuracy"] = ev["accuracy"]
+        metrics[f"eval_{i}_accuracy"] = ev["accuracy"]
         slices.extend({"split": f"eval_{i}", **s}
                       for s in ev.get("slices") or [{"accuracy": ev["accuracy"], "graded": ev["graded"]}])
     head_task = all_tasks[0]
-    result.metrics.update(
+    metrics.update(
         accuracy=test["accuracy"], loss=test["loss"], graded=test["graded"], majority_rate=majority_rate(data["test"]),
         context_chance=head_task.context_chance(data["test"]), chance_rule=head_task.chance_rule,
         val_accuracy=best["accuracy"], best_step=best["step"], steps=step, budget_steps=total_steps,
-        **convergence(result.history, total_steps, train["target_accuracy"]), train_loss=loss_value,
-        train_time_s=train_time, steps_per_s=step / max(train_time, 1e-9), slices=slices)
-    result.metrics.update(state_bytes_fp32=analysis.state_size(model, seq_len)["bytes"])
-    try:  # sharpness, interference and error classes of the test set; never fails the run
-        test_batch = data["test"][:analysis.ANALYSIS_EXAMPLES].to(device)
-        result.metrics["analysis"] = analysis.summary(model, test_batch.inputs, test_batch.targets,
-                                                      answers=test_batch.answers)
-    except Exception as exc:  # noqa: BLE001 - recorded, the run's accuracy stands
-        result.metrics["analysis"] = {"error": f"{type(exc).__name__}: {exc}"}
+        **convergence(history, total_steps, train["target_accuracy"]), train_loss=loss_value,
+        train_time_s=train_time, steps_per_s=step / max(train_time, 1e-9), slices=slices,
+        state_bytes_fp32=state_size(model, seq_len)["bytes"])
+    return model, data["test"]
 
 
 def _progress_bar(total: int, show: bool, desc: str):

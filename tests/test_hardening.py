@@ -23,6 +23,7 @@ from evalsuite import config as cfg
 from evalsuite import files
 from evalsuite.cli import main
 from evalsuite.errors import UserError
+from evalsuite.records import RunRecord
 from evalsuite.store import APPLICATION_ID, SCHEMA_VERSION, Store, StoreError
 
 RUN = ["run", "--task", "recall", "--model", "linear", "--preset", "tiny", "--device", "cpu"]
@@ -42,9 +43,9 @@ def synthetic_store(path: Path, n: int = 2) -> Store:
     for seed in range(n):
         config = cfg.resolve("recall", "linear", preset="tiny", seed=seed)
         run_id = cfg.run_id(config)
-        store.start(run_id, config, {"device": "cpu"})
-        store.finish(run_id, "done", {"accuracy": 0.5, "val_accuracy": 0.5, "loss": 1.0}, None,
-                     [{"step": 4, "val_accuracy": 0.5}])
+        store.finish(RunRecord(run_id=run_id, config=config, status="done", env={"device": "cpu"},
+                               metrics={"accuracy": 0.5, "val_accuracy": 0.5, "loss": 1.0},
+                               history=[{"step": 4, "val_accuracy": 0.5}]))
     return store
 
 
@@ -123,11 +124,11 @@ def test_metrics_land_before_weights_and_a_weights_failure_is_a_warning(tmp_path
     assert res.exit_code == 0, res.output
     assert "warning" in res.output and "weights not saved" in res.output
     (row,) = Store(store_path).runs()
-    assert row["status"] == "done" and "accuracy" in row["metrics"]
-    assert any("weights not saved" in w for w in row["warnings"])
+    assert row.status == "done" and "accuracy" in row.metrics
+    assert any("weights not saved" in w for w in row.warnings)
     again = invoke(*RUN, "--store", store_path, "--out", tmp_path / "reports")
     assert again.exit_code == 0 and "cached" in again.output  # the rerun finds it, instead of failing again
-    html = (tmp_path / "reports" / f"{row['run_id']}.html").read_text()
+    html = (tmp_path / "reports" / f"{row.run_id}.html").read_text()
     assert "Warning: weights not saved" in html
 
 
@@ -208,7 +209,7 @@ def test_sigterm_records_the_run_as_interrupted(tmp_path):
     assert proc.returncode == 130, out
     assert "interrupted by SIGTERM" in out and "Traceback" not in out
     (row,) = Store(store_path).runs()
-    assert row["status"] == "interrupted" and "SIGTERM" in row["error"]
+    assert row.status == "interrupted" and "SIGTERM" in row.error
 
 
 def test_ctrl_c_records_the_run_as_interrupted(tmp_path, monkeypatch):
@@ -221,7 +222,7 @@ def test_ctrl_c_records_the_run_as_interrupted(tmp_path, monkeypatch):
     store = Store(tmp_path / "store.db")
     with pytest.raises(KeyboardInterrupt):
         pipeline.execute(cfg.resolve("recall", "linear", preset="tiny"), device="cpu", store=store)
-    assert [r["status"] for r in store.runs()] == ["interrupted"]
+    assert [r.status for r in store.runs()] == ["interrupted"]
     res = invoke(*RUN, "--store", store.path)
     assert res.exit_code == 130 and "interrupted by Ctrl-C" in res.output
 
@@ -239,7 +240,7 @@ def test_a_running_row_whose_process_is_gone_reads_stale_and_is_rerun(tmp_path):
     store.start(run_id, config, {})
     with sqlite3.connect(store.path) as conn:  # as if a SIGKILLed process had started it
         conn.execute("UPDATE runs SET pid = ? WHERE run_id = ?", (_dead_pid(), run_id))
-    assert [r["status"] for r in store.runs()] == ["stale"]
+    assert [r.status for r in store.runs()] == ["stale"]
     spec = tmp_path / "s.yaml"
     spec.write_text("base: {task: recall, model: linear, preset: tiny}\n")
     res = invoke("sweep", spec, "--store", store.path, "--status")
@@ -248,7 +249,7 @@ def test_a_running_row_whose_process_is_gone_reads_stale_and_is_rerun(tmp_path):
     assert invoke("report", "--store", store.path, "-o", html).exit_code == 0
     assert "status-stale" in html.read_text()
     store.start(run_id, config, {})  # a live process (this one) runs it: running, not stale
-    assert [r["status"] for r in store.runs()] == ["running"]
+    assert [r.status for r in store.runs()] == ["running"]
 
 
 # ---- wrong results, silently --------------------------------------------------------------------
@@ -450,7 +451,7 @@ def test_schema_is_marked_checked_and_migrated(tmp_path):
             INSERT INTO runs VALUES ('r0', 'recall', 'linear', 'elu1', 0, 'done', '{"seed": 0}', '{}', NULL, '{}', 1, 2);
         """)
     store = Store(old)
-    assert [r["status"] for r in store.runs()] == ["done"]  # read as it is
+    assert [r.status for r in store.runs()] == ["done"]  # read as it is
     synthetic_store(old, n=1)  # the first write migrates
     with sqlite3.connect(old) as conn:
         assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
@@ -484,8 +485,7 @@ def test_an_unwritable_out_is_refused_up_front(tmp_path):
 def test_analyze_on_a_failed_run_says_it_failed(tmp_path):
     store = Store(tmp_path / "s.db")
     config = cfg.resolve("recall", "linear", preset="tiny")
-    store.start(cfg.run_id(config), config, {})
-    store.finish(cfg.run_id(config), "failed", {}, "RuntimeError: boom", [])
+    store.finish(RunRecord(run_id=cfg.run_id(config), config=config, status="failed", error="RuntimeError: boom"))
     res = invoke("analyze", "sharpness", "--run", cfg.run_id(config)[:6], "--store", store.path)
     assert_refused(res, "is failed (RuntimeError: boom)", "only finished runs")
     assert "--force" not in res.output
@@ -531,7 +531,7 @@ def test_run_threads_option(tmp_path):
         res = invoke(*RUN, "--threads", "1", "--store", tmp_path / "s.db", "--no-report")
         assert res.exit_code == 0 and "1 thread)" in res.output
         (row,) = Store(tmp_path / "s.db").runs()
-        assert row["env"]["threads"] == 1
+        assert row.env["threads"] == 1
     finally:
         torch.set_num_threads(before)
     assert_refused(invoke(*RUN, "--threads", "0"), "--threads")
@@ -541,7 +541,7 @@ def test_sweep_threads_reach_the_workers(tmp_path):
     spec = _spec(tmp_path, "base: {task: recall, model: softmax, preset: tiny}\n")
     res = invoke("sweep", spec, "--store", tmp_path / "s.db", "--threads", "1", "--no-report", "--device", "cpu")
     assert res.exit_code == 0, res.output
-    assert [r["env"]["threads"] for r in Store(tmp_path / "s.db").runs()] == [1]
+    assert [r.env["threads"] for r in Store(tmp_path / "s.db").runs()] == [1]
 
 
 def test_sigterm_stops_a_sweep_and_its_workers(tmp_path):
@@ -577,4 +577,4 @@ def test_sigterm_stops_a_sweep_and_its_workers(tmp_path):
         time.sleep(0.2)
     assert not group_alive(), subprocess.run(["ps", "-o", "pid,stat,cmd", "-g", str(proc.pid)], capture_output=True,
                                              text=True).stdout
-    assert sorted(r["status"] for r in Store(store_path).runs()) == ["interrupted"] * 3
+    assert sorted(r.status for r in Store(store_path).runs()) == ["interrupted"] * 3

@@ -27,22 +27,20 @@ BROKEN = textwrap.dedent('''
 ''')
 
 
-def _variant(store: Store, base: dict, *, seed=None, lr=None, accuracy=None, **model) -> None:
+def _variant(store: Store, base, *, seed=None, lr=None, accuracy=None, **model) -> None:
     """A synthetic record: a trained run's record with another model, seed or rate (no training)."""
-    config = copy.deepcopy(base["config"])
+    config = copy.deepcopy(base.config)
     config["model"].update(model)
     if seed is not None:
         config["seed"] = seed
     if lr is not None:
         config["train"]["lr"] = lr
-    metrics = copy.deepcopy(base["metrics"])
+    metrics = copy.deepcopy(base.metrics)
     if accuracy is not None:
         metrics["accuracy"] = accuracy
         for s in metrics.get("slices", []):
-            s["accuracy"] = max(0.0, min(1.0, s["accuracy"] + accuracy - base["metrics"]["accuracy"]))
-    run_id = cfg.run_id(config)
-    store.start(run_id, config, base["env"])
-    store.finish(run_id, "done", metrics, None, base["history"])
+            s["accuracy"] = max(0.0, min(1.0, s["accuracy"] + accuracy - base.metrics["accuracy"]))
+    store.finish(base.model_copy(update=dict(run_id=cfg.run_id(config), config=config, metrics=metrics)))
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +54,7 @@ def report_store(tmp_path_factory):
     mixture = {"task.eval_segments": [{"num_kv_pairs": 2}, {"num_kv_pairs": 6}]}
     evalsuite.run("recall", "softmax", preset="tiny", store=store.path, **mixture)
     evalsuite.run("needle", "softmax", preset="tiny", store=store.path)
-    (base,) = [r for r in store.runs() if r["config"]["task"]["name"] == "recall"]
+    (base,) = [r for r in store.runs() if r.task == "recall"]
     _variant(store, base, name="linear", feature_map="elu1", accuracy=0.4)
     _variant(store, base, name="delta", feature_map=None, accuracy=0.7)
     _variant(store, base, name="hybrid", feature_map="elu1", pattern="SL", accuracy=0.8)

@@ -9,6 +9,7 @@ from evalsuite import reproduce as rep
 from evalsuite import sweep as sweeps
 from evalsuite.cli import main
 from evalsuite.reproduce_rules import Cell
+from evalsuite.records import RunRecord, Status
 
 LRS = (0.001, 0.003, 0.01)
 BEST = 0.003
@@ -32,8 +33,8 @@ def cell(model, acc, *, task="recall", d_model=64, seq_len=64, pairs=16, settled
         m = {"accuracy": a, "val_accuracy": a, "context_chance": floor, "majority_rate": floor, "state_size": state,
              "loss": (2.0 if a < 0.5 else 0.01) if loss is None else loss, "steps": 100, "best_step": 100,
              **({"analysis": analysis} if analysis else {})}
-        return {"run_id": f"{task}{model}{d_model}{seq_len}{pairs}{model_cfg}{lr}{seed}{epochs}", "config": c,
-                "status": "done", "metrics": m, "error": None}
+        return RunRecord(run_id=f"{task}{model}{d_model}{seq_len}{pairs}{model_cfg}{lr}{seed}{epochs}", config=c,
+                         status="done", metrics=m)
 
     if not settled:
         return [one(acc, BEST, 0)]
@@ -181,14 +182,14 @@ def test_linear_width_drop_needs_the_small_d_learned():
 
 def test_failed_runs_do_not_count():
     good = CASES["softmax-mqar"][0]
-    failed = [dict(r, status="failed", metrics={}) for r in good]
+    failed = [r.model_copy(update=dict(status=Status.FAILED, metrics={})) for r in good]
     assert judge("softmax-mqar", failed).status == rep.INCONCLUSIVE
 
 
 def test_selection_is_by_validation_not_test():
     runs = cell("softmax", 0.9, pairs=4)
-    runs[0]["metrics"]["accuracy"] = 1.0  # the test-best run has the worst validation accuracy
-    runs[0]["metrics"]["val_accuracy"] = 0.1
+    runs[0].metrics["accuracy"] = 1.0  # the test-best run has the worst validation accuracy
+    runs[0].metrics["val_accuracy"] = 0.1
     c = Cell.of(runs, "x", model__name="softmax")
     assert c.best_lr == BEST
 
@@ -198,9 +199,9 @@ def test_escalation_order_edge_then_seed_then_4x():
     c = Cell.of(runs, "x", model__name="linear")
     lrs = [r["train"]["lr"] for r in c.next_configs()]
     assert lrs and all(lr != BEST for lr in lrs)  # one rate: extend the grid first
-    three = [dict(r) for r in cell("linear", 0.07, long=False)][:3]
-    three[1]["metrics"] = {**three[1]["metrics"], "val_accuracy": 0.0}
-    three[0]["metrics"] = {**three[0]["metrics"], "val_accuracy": 0.2}  # best at the low edge
+    three = [r.model_copy(deep=True) for r in cell("linear", 0.07, long=False)][:3]
+    three[1].metrics["val_accuracy"] = 0.0
+    three[0].metrics["val_accuracy"] = 0.2  # best at the low edge
     c = Cell.of(three, "x", model__name="linear")
     (nxt,) = c.next_configs()
     assert nxt["train"]["lr"] == pytest.approx(0.001 / 3, rel=1e-2) and nxt["seed"] == 0
@@ -247,8 +248,7 @@ def test_escalation_runs_shared_by_two_experiments_count_for_both(tmp_path):
 
     store = Store(tmp_path / "s.db")
     point = sweeps.expand(sweeps.SweepSpec(base={"task": "recall", "model": "softmax", "preset": "tiny"}))[0]
-    store.start(point.run_id, point.config, {})
-    store.finish(point.run_id, "done", {"accuracy": 1.0}, None, [])
+    store.finish(RunRecord(run_id=point.run_id, config=point.config, status="done", metrics={"accuracy": 1.0}))
     for name in ("reproduce-a-cpu-escalation", "reproduce-b-cpu-escalation"):
         out = sweeps.run_configs([point.config], name=name, store=store, echo=lambda *_: None)
         assert out["ran"] == 0
@@ -282,8 +282,8 @@ def test_an_ordering_reversed_at_both_budgets_is_contradicted():
 def test_a_shortfall_that_4x_the_budget_closes_is_contradicted():
     # elu+1 at d64, D=16 reaches softmax when given 4x the budget: it does not "fall short"
     runs = linear_width(0.07, 0.38, 0.99, 0.99)
-    runs = [r for r in runs if not (r["config"]["model"]["d_model"] == 64 and r["config"]["task"]["num_kv_pairs"] == 16
-                                    and r["config"]["model"]["name"] == "linear")]
+    runs = [r for r in runs if not (r.config["model"]["d_model"] == 64 and r.config["task"]["num_kv_pairs"] == 16
+                                    and r.config["model"]["name"] == "linear")]
     runs += cell("linear", 0.38, gain=0.6)
     v = judge("linear-width", runs)
     assert v.status == rep.NOT_REPRODUCED and "falls short of softmax" in v.why

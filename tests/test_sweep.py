@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from evalsuite import sweep as sweeps
 from evalsuite.cli import main
 from evalsuite.reports.builder import summarize
+from evalsuite.records import RunRecord
 from evalsuite.store import Store
 
 GRID6 = textwrap.dedent("""
@@ -166,8 +167,8 @@ def test_summary_takes_best_lr_and_spreads_over_seeds():
         cfg = {"task": {"name": "recall", "seq_len": 64, "num_kv_pairs": 8},
                "model": {"name": "linear", "feature_map": "elu1", "d_model": 64, "n_layers": 2},
                "train": {"lr": lr, "epochs": 1}, "seed": seed}
-        return {"run_id": f"{lr}-{seed}", "config": cfg, "status": status,
-                "metrics": {"accuracy": acc} if status == "done" else {}, "error": None if status == "done" else "boom"}
+        return RunRecord(run_id=f"{lr}-{seed}", config=cfg, status=status,
+                         metrics={"accuracy": acc} if status == "done" else {}, error=None if status == "done" else "boom")
     runs = [run(1e-3, 0, 0.5), run(1e-3, 1, 0.7), run(3e-3, 0, 0.8), run(3e-3, 1, 0.9), run(1e-2, 0, 0, "diverged")]
     (row,) = summarize(runs)
     assert row["best_lr"] == 3e-3 and row["accuracy"] == pytest.approx(0.85)

@@ -7,6 +7,7 @@ import evalsuite
 from evalsuite import config as cfg
 from evalsuite.store import Store, load
 from evalsuite.train import split_seed
+from evalsuite.records import RunRecord
 
 BAD_MIXERS = textwrap.dedent('''
     import torch
@@ -67,7 +68,7 @@ def test_failures_are_recorded(tmp_path, store_path, mixer, status, text):
     result = evalsuite.run("recall", f"{plugin}:{mixer}", preset="tiny", store=store_path)
     assert result.status == status and text in result.error
     row = Store(store_path).get(result.run_id)
-    assert row["status"] == status and text in row["error"]
+    assert row.status == status and text in row.error
 
 
 def test_splits_use_disjoint_seeds():
@@ -80,14 +81,18 @@ def test_store_round_trip(store_path):
     assert load(store_path).empty and not store_path.exists()  # reading creates nothing
     config = cfg.resolve("recall", "linear", preset="tiny")
     store.start("abc", config, {"python": "3"})
-    assert store.get("abc")["status"] == "running"
-    store.finish("abc", "done", {"accuracy": 0.5, "loss": 1.25}, None,
-                 [{"step": 1, "train_loss": 2.0, "val_accuracy": 0.1}, {"step": 2, "train_loss": float("nan")}])
-    row = store.get("abc")
-    assert row["config"] == config and row["metrics"] == {"accuracy": 0.5, "loss": 1.25}
+    assert store.get("abc").status == "running"
+    store.finish(RunRecord(run_id="abc", config=config, status="done", metrics={"accuracy": 0.5, "loss": 1.25},
+                           history=[{"step": 1, "train_loss": 2.0, "val_accuracy": 0.1},
+                                    {"step": 2, "train_loss": float("nan")}]))
+    row = store.get("abc", with_history=True)
+    assert row.config == config and row.metrics == {"accuracy": 0.5, "loss": 1.25}
+    assert row.history == [{"step": 1, "train_loss": 2.0, "val_accuracy": 0.1}, {"step": 2}]
     hist = store.history("abc")
     assert list(hist.step) == [1, 2] and hist.train_loss[0] == 2.0 and hist.train_loss.isna()[1]
     df = load(store_path)
     assert df.loc[0, "accuracy"] == 0.5 and df.loc[0, "model"] == "linear"
-    with pytest.raises(ValueError, match="status must be one of"):
-        store.finish("abc", "weird", {}, None, [])
+    with pytest.raises(ValueError, match="status"):
+        RunRecord(run_id="abc", config=config, status="weird")
+    with pytest.raises(ValueError, match="metric 'accuracy' must be float"):
+        RunRecord(run_id="abc", config=config, status="done", metrics={"accuracy": "high"})

@@ -31,7 +31,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from evalsuite.labels import memory_label
 from evalsuite.models import feature_maps, ops
+from evalsuite.records import TARGET_ACCURACY
 
 MEMORIES = ("softmax", "linear", "delta")
 
@@ -119,16 +121,8 @@ def analytic_probe(memory: str, d_key: int, pairs, *, feature_map=None, feature_
     return pd.DataFrame(rows)
 
 
-def memory_name(memory: str, feature_map=None, options=None) -> str:
-    """How probe rows name a memory: ``softmax``, ``delta``, ``linear/elu1``, ``linear/dpfp(nu=2)``."""
-    name = memory if memory != "linear" else f"linear/{feature_map or 'elu1'}"
-    if options:
-        name += "(" + ",".join(f"{k}={v}" for k, v in sorted(options.items())) + ")"
-    return name
-
-
 def _row(memory, feature_map, options, d_key, S, acc, loss, trained, setting, state, **extra):
-    name = memory_name(memory, feature_map, options)
+    name = memory_label(memory, feature_map, options)
     return {"memory": name, "kind": memory, "feature_map": feature_map if memory == "linear" else None,
             "d_key": d_key, "pairs": S, "accuracy": acc, "loss": loss, "trained": trained, "setting": setting,
             "state_floats": state, **extra}
@@ -359,7 +353,7 @@ def capacity_probe(memory: str = "linear", feature_map=None, d_key: int = 16, pa
     return probe(memory, d_key, pairs, feature_map=feature_map, seed=seed, **options)
 
 
-def knee(df: pd.DataFrame, threshold: float = 0.99, x: str = "pairs", y: str = "accuracy") -> int:
+def knee(df: pd.DataFrame, threshold: float = TARGET_ACCURACY, x: str = "pairs", y: str = "accuracy") -> int:
     """Largest ``x`` such that every ``x`` up to it is retrieved at >= ``threshold`` (0 if none)."""
     best = 0
     for _, row in df.sort_values(x).iterrows():

@@ -15,6 +15,8 @@ import jinja2
 import pandas as pd
 
 from evalsuite import files
+from evalsuite.labels import model_label
+from evalsuite.records import METRICS, SELECT_RATE_BY, RunRecord
 from evalsuite.train import convergence_note
 
 from . import plots
@@ -42,70 +44,55 @@ def _fmt(value) -> str:
 _env.filters["fmt"] = _fmt
 
 
-def model_label(config: dict) -> str:
-    """What a line in a plot stands for: the model, its feature map and any hybrid pattern."""
-    model = config["model"]
-    label = model["name"]
-    if model.get("feature_map"):
-        label += f"/{model['feature_map']}"
-        if model.get("feature_map_options"):
-            label += "(" + ",".join(f"{k}={v}" for k, v in sorted(model["feature_map_options"].items())) + ")"
-    if model["name"] == "hybrid":
-        label += f"[{model.get('ratio') or model.get('pattern')}]"
-    if model.get("gated"):
-        label += "+gate"
-    return label
-
-
 def config_key(config: dict) -> str:
     """A configuration: everything but the learning rate and the seed (the axes aggregated over)."""
     train = {k: v for k, v in config["train"].items() if k != "lr"}
     return json.dumps({"task": config["task"], "model": config["model"], "train": train}, sort_keys=True, default=str)
 
 
-def summarize(runs: list[dict]) -> list[dict]:
+def summarize(runs: list[RunRecord]) -> list[dict]:
     """One row per configuration: the best learning rate by mean validation accuracy over seeds, the
     mean and spread of test accuracy over seeds at that rate beside the task's chance floor, how
     many of those runs were undertrained, and every run's status (failed and diverged counted)."""
-    groups: dict[str, list[dict]] = {}
+    groups: dict[str, list[RunRecord]] = {}
     for run in runs:
-        groups.setdefault(config_key(run["config"]), []).append(run)
+        groups.setdefault(config_key(run.config), []).append(run)
     rows = []
     for members in groups.values():
-        cfg = members[0]["config"]
-        done = [r for r in members if r["status"] == "done" and r["metrics"].get("accuracy") is not None]
-        by_lr: dict[float, list[dict]] = {}
+        cfg = members[0].config
+        done = [r for r in members if r.ok and r.metrics.get("accuracy") is not None]
+        by_lr: dict[float, list[RunRecord]] = {}
         for r in done:
-            by_lr.setdefault(r["config"]["train"]["lr"], []).append(r)
+            by_lr.setdefault(r.config["train"]["lr"], []).append(r)
         best_lr, best = None, []
         if by_lr:
-            best_lr, best = max(by_lr.items(), key=lambda kv: sum(r["metrics"].get("val_accuracy", r["metrics"]["accuracy"])
-                                                                  for r in kv[1]) / len(kv[1]))
-        accs = [r["metrics"]["accuracy"] for r in best]
+            best_lr, best = max(by_lr.items(), key=lambda kv: METRICS[SELECT_RATE_BY].reduce(
+                [r.metrics.get(SELECT_RATE_BY, r.metrics["accuracy"]) for r in kv[1]]))
+        accs = [r.metrics["accuracy"] for r in best]
         mean = sum(accs) / len(accs) if accs else None
         std = (sum((a - mean) ** 2 for a in accs) / (len(accs) - 1)) ** 0.5 if len(accs) > 1 else None
         statuses: dict[str, int] = {}
         for r in members:
-            statuses[r["status"]] = statuses.get(r["status"], 0) + 1
-        anchor = max(best, key=lambda r: r["metrics"]["accuracy"]) if best else members[0]
+            statuses[r.status.value] = statuses.get(r.status.value, 0) + 1
+        anchor = max(best, key=lambda r: r.metrics["accuracy"]) if best else members[0]
         task = cfg["task"]
         rows.append({
-            "anchor": anchor["run_id"], "task": task["name"], "seq_len": task.get("seq_len"),
+            "anchor": anchor.run_id, "task": task["name"], "seq_len": task.get("seq_len"),
             "pairs": task.get("num_kv_pairs"), "model": model_label(cfg), "d_model": cfg["model"]["d_model"],
-            "n_layers": cfg["model"]["n_layers"], "state_size": anchor["metrics"].get("state_size"),
+            "n_layers": cfg["model"]["n_layers"], "state_size": anchor.metrics.get("state_size"),
             "best_lr": best_lr, "lrs": len(by_lr), "accuracy": mean, "accuracy_std": std, "seeds": len(accs),
-            "chance": _mean_metric(best, "context_chance"), "epochs": cfg["train"].get("epochs"),
-            "undertrained": sum(bool(r["metrics"].get("undertrained")) for r in best),
+            "chance": _aggregate(best, "context_chance"), "epochs": cfg["train"].get("epochs"),
+            "undertrained": _aggregate(best, "undertrained") or 0,
             "runs": len(members), "status": ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())),
             "failed": sum(n for s, n in statuses.items() if s != "done"),
-            "error": next((r["error"].strip().splitlines()[0] for r in members if r.get("error")), None),
+            "error": next((r.first_error_line() for r in members if r.error), None),
         })
     return sorted(rows, key=lambda r: (r["task"], r["model"], r["d_model"], r["seq_len"] or 0, r["pairs"] or 0))
 
 
-def _mean_metric(runs: list[dict], name: str) -> float | None:
-    xs = [r["metrics"][name] for r in runs if r["metrics"].get(name) is not None]
-    return sum(xs) / len(xs) if xs else None
+def _aggregate(runs: list[RunRecord], name: str):
+    """A metric over seeds, as the metric declares (``records.METRICS``)."""
+    return METRICS[name].reduce([r.metrics.get(name) for r in runs])
 
 
 def _scaling_plots(summary: list[dict], slices: pd.DataFrame, fmt: str) -> list[dict]:
@@ -149,15 +136,15 @@ def _short(value) -> str:
     return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 
 
-def _slices(runs: list[dict], best: set[str]) -> pd.DataFrame:
+def _slices(runs: list[RunRecord], best: set[str]) -> pd.DataFrame:
     """Per-slice test accuracies of the best run of each configuration (best learning rate)."""
     rows = []
     for r in runs:
-        if r["status"] != "done" or r["run_id"] not in best:
+        if not r.ok or r.run_id not in best:
             continue
-        for s in r["metrics"].get("slices") or []:
-            rows.append({"task": r["config"]["task"]["name"], "model": model_label(r["config"]), "run_id": r["run_id"],
-                         "d_model": r["config"]["model"]["d_model"], **s})
+        for s in r.metrics.get("slices") or []:
+            rows.append({"task": r.config["task"]["name"], "model": model_label(r.config), "run_id": r.run_id,
+                         "d_model": r.config["model"]["d_model"], **s})
     return pd.DataFrame(rows)
 
 
@@ -215,31 +202,31 @@ def _capacity(slices: pd.DataFrame, summary: list[dict], probes: pd.DataFrame | 
     return section
 
 
-def _best_per_model(runs: list[dict]) -> list[dict]:
+def _best_per_model(runs: list[RunRecord]) -> list[dict]:
     """The best done run of each model label that carries an analysis, best accuracy first."""
-    best: dict[str, dict] = {}
+    best: dict[str, RunRecord] = {}
     for r in runs:
-        if r["status"] != "done" or "sharpness" not in (r["metrics"].get("analysis") or {}):
+        if not r.ok or "sharpness" not in (r.metrics.get("analysis") or {}):
             continue
-        label = f"{model_label(r['config'])} on {r['config']['task']['name']}"
-        if label not in best or r["metrics"]["accuracy"] > best[label]["metrics"]["accuracy"]:
+        label = f"{model_label(r.config)} on {r.config['task']['name']}"
+        if label not in best or r.metrics["accuracy"] > best[label].metrics["accuracy"]:
             best[label] = r
     return [dict(label=k, run=v) for k, v in list(best.items())[:MAX_MODEL_PANELS]]
 
 
-def _interference(runs: list[dict], fmt: str) -> dict:
+def _interference(runs: list[RunRecord], fmt: str) -> dict:
     section: dict = {"plots": [], "table": []}
     rows, by_keys = [], []
     for r in runs:
-        a = r["metrics"].get("analysis") or {} if r["status"] == "done" else {}
+        a = r.metrics.get("analysis") or {} if r.ok else {}
         for row in a.get("interference", []):
-            rows.append({"run": r["run_id"], "model": model_label(r["config"]), "task": r["config"]["task"]["name"],
+            rows.append({"run": r.run_id, "model": model_label(r.config), "task": r.config["task"]["name"],
                          **row})
         for row in a.get("interference_by_keys", []):
-            by_keys.append({"model": f"{model_label(r['config'])} L{row['layer']}H{row['head']}", **row})
+            by_keys.append({"model": f"{model_label(r.config)} L{row['layer']}H{row['head']}", **row})
     section["table"] = rows
     for item in _best_per_model(runs):
-        ex = item["run"]["metrics"]["analysis"].get("example")
+        ex = item["run"].metrics["analysis"].get("example")
         if ex and ex.get("gram"):
             grid = pd.DataFrame(ex["gram"], index=ex["key_positions"], columns=ex["key_positions"])
             section["plots"].append({"title": f"key Gram matrix: {item['label']}", "uri": plots.heatmap(
@@ -260,15 +247,15 @@ def _interference(runs: list[dict], fmt: str) -> dict:
     return section
 
 
-def _sharpness(runs: list[dict], fmt: str) -> dict:
+def _sharpness(runs: list[RunRecord], fmt: str) -> dict:
     section: dict = {"plots": [], "table": []}
     rows, ctx = [], []
     for r in runs:
-        a = r["metrics"].get("analysis") or {} if r["status"] == "done" else {}
+        a = r.metrics.get("analysis") or {} if r.ok else {}
         for row in a.get("sharpness", []):
-            rows.append({"run": r["run_id"], "model": model_label(r["config"]), "task": r["config"]["task"]["name"], **row})
+            rows.append({"run": r.run_id, "model": model_label(r.config), "task": r.config["task"]["name"], **row})
         for row in a.get("sharpness_by_context", []):
-            ctx.append({"model": f"{model_label(r['config'])} L{row['layer']}H{row['head']}", **row})
+            ctx.append({"model": f"{model_label(r.config)} L{row['layer']}H{row['head']}", **row})
     section["table"] = rows
     df = pd.DataFrame(rows)
     if not df.empty:
@@ -282,7 +269,7 @@ def _sharpness(runs: list[dict], fmt: str) -> dict:
             c, "context", "norm_entropy", "model", title="entropy / log(context) vs context length",
             xlabel="context length at the query", ylabel="normalised entropy", target=False, fmt=fmt)})
     for item in _best_per_model(runs):
-        ex = item["run"]["metrics"]["analysis"].get("example")
+        ex = item["run"].metrics["analysis"].get("example")
         if ex:
             section["plots"].append({"title": f"one query's attention: {item['label']}", "uri": plots.attention_row(
                 ex["weights"], answer=ex["answer_position"], reach=ex["reach"], query=ex["query_position"],
@@ -312,27 +299,20 @@ SCALAR_METRICS = ("accuracy", "val_accuracy", "context_chance", "majority_rate",
                   "steps_per_s", "parameters", "state_size", "state_bytes_fp32", "seq_len")
 
 
-def render(runs: Iterable[dict], title: str = "evalsuite report", *, probes: pd.DataFrame | None = None,
+def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes: pd.DataFrame | None = None,
            plot_format: str = "png", preamble: str | None = None) -> str:
-    """``runs``: dicts with run_id, config, status, metrics, error, env, history.
-    ``probes``: capacity-probe rows (``evalsuite.analysis.capacity_probe`` output, several memories)."""
+    """``runs``: run records. ``probes``: capacity-probe rows (``evalsuite.analysis.capacity_probe``
+    output, several memories)."""
     if plot_format not in PLOT_FORMATS:
         raise ValueError(f"plot_format must be one of {PLOT_FORMATS}, got {plot_format!r}")
-    runs = [dict(r, metrics=r.get("metrics") or {}) for r in runs]
+    runs = list(runs)
     summary = summarize(runs)
     slices = _slices(runs, {row["anchor"] for row in summary})
-    for run in runs:
-        run["label"] = model_label(run["config"])
-        run["curve"] = plots.training_curves(run.get("history") or [], fmt="png")  # small, many of them
-        run["config_json"] = json.dumps(run["config"], indent=2, sort_keys=True)
-        run["scalars"] = [(k, run["metrics"][k]) for k in SCALAR_METRICS if k in run["metrics"]]
-        run["convergence"] = convergence_note(run["metrics"])
-        analysis = run["metrics"].get("analysis") or {}
-        run["errors"] = analysis.get("errors")
-    raw = _clean([{k: r.get(k) for k in ("run_id", "config", "status", "metrics", "error", "warnings", "env")} for r in runs])
+    views = [_view(r) for r in runs]  # what the template shows of each run
+    raw = _clean([r.model_dump(mode="json", exclude={"history"}) for r in runs])
     context = dict(
-        title=title, preamble=preamble, runs=runs, summary=summary,
-        failed=[r for r in runs if r["status"] != "done"],
+        title=title, preamble=preamble, runs=views, summary=summary,
+        failed=[v for v in views if v["status"] != "done"],
         scaling=_scaling_plots(summary, slices, plot_format),
         needle=_needle(slices, plot_format),
         capacity=_capacity(slices, summary, probes, plot_format),
@@ -341,6 +321,14 @@ def render(runs: Iterable[dict], title: str = "evalsuite report", *, probes: pd.
         raw_json=_json_for_script({"runs": raw, "probes": None if probes is None else _clean(probes.to_dict("records"))}),
     )
     return _env.get_template("report.html.j2").render(**context)
+
+
+def _view(r: RunRecord) -> dict:
+    return {**r.model_dump(exclude={"history"}), "status": r.status.value, "label": model_label(r.config),
+            "curve": plots.training_curves(r.history, fmt="png"),  # small, many of them
+            "config_json": json.dumps(r.config, indent=2, sort_keys=True),
+            "scalars": [(k, r.metrics[k]) for k in SCALAR_METRICS if k in r.metrics],
+            "convergence": convergence_note(r.metrics), "errors": (r.metrics.get("analysis") or {}).get("errors")}
 
 
 def write(runs: Iterable[dict], path: str | Path, title: str = "evalsuite report", **options) -> Path:

@@ -1,0 +1,34 @@
+"""How models are named for people (plot lines, tables, verdict figures): one place.
+
+Labels are for reading only. Code that selects runs compares config fields
+(``reproduce_rules.matches``), never label text, so a change of format here cannot change a verdict.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+def feature_map_label(name: str | None, options: dict[str, Any] | None = None) -> str:
+    """``elu1``, ``dpfp(nu=2)``: a feature map and its options."""
+    label = name or "elu1"
+    if options:
+        label += "(" + ",".join(f"{k}={v}" for k, v in sorted(options.items())) + ")"
+    return label
+
+
+def model_label(config: dict) -> str:
+    """A run's model: ``softmax``, ``linear/dpfp(nu=2)``, ``hybrid/elu1[SL]``, ``delta+gate``."""
+    model = config["model"]
+    label = model["name"]
+    if model.get("feature_map"):
+        label += "/" + feature_map_label(model["feature_map"], model.get("feature_map_options"))
+    if model["name"] == "hybrid":
+        label += f"[{model.get('ratio') or model.get('pattern')}]"
+    if model.get("gated"):
+        label += "+gate"
+    return label
+
+
+def memory_label(memory: str, feature_map: str | None = None, options: dict[str, Any] | None = None) -> str:
+    """A capacity probe's memory: ``softmax``, ``delta``, ``linear/elu1``, ``linear/dpfp(nu=2)``."""
+    return memory if memory != "linear" else "linear/" + feature_map_label(feature_map, options)

@@ -1,0 +1,174 @@
+"""The one shape of a run: ``RunRecord`` (typed, pydantic), its ``Status``, and the declared metrics.
+
+Every layer speaks it: the trainer returns one, executors send one back (as JSON through
+``incoming/``), the store writes and reads one, and the CLI summary, sweeps, reports and
+``reproduce`` read one. A metric is declared once here (``register_metric``), with its type,
+whether higher is better, and how it aggregates over seeds; over learning rates every metric is
+read at the rate chosen by ``SELECT_RATE_BY`` (the best mean validation accuracy), as published
+MQAR results are.
+
+Stored records written before this module (plain JSON rows) load unchanged: unknown metric names
+are kept as they are (per-segment accuracies, analyses), and declared ones are checked.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Callable
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+TARGET_ACCURACY = 0.99  # Zoology's early-stopping target; the default of train.target_accuracy
+SELECT_RATE_BY = "val_accuracy"  # the learning rate of a configuration is chosen by this, never by test
+
+
+class Status(str, Enum):
+    """How a run stands. ``stale`` is never written: it is how a ``running`` row whose process is
+    gone reads."""
+
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    DIVERGED = "diverged"
+    INTERRUPTED = "interrupted"
+    STALE = "stale"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def ended_badly(self) -> bool:
+        return self in (Status.FAILED, Status.DIVERGED)
+
+    @property
+    def unfinished(self) -> bool:
+        """Started and never finished: a sweep runs it again."""
+        return self in (Status.RUNNING, Status.STALE, Status.INTERRUPTED)
+
+
+STORED_STATUSES = tuple(s.value for s in Status if s is not Status.STALE)
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    kind: type  # float, int, str or bool
+    higher_is_better: bool | None  # None: neither (a size, a count, a label)
+    aggregate: str  # over seeds: "mean", "max", "min", "sum" or "first"
+    description: str
+
+    def reduce(self, values: list[Any]) -> Any:
+        values = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+        if not values:
+            return None
+        return AGGREGATES[self.aggregate](values)
+
+
+AGGREGATES: dict[str, Callable[[list], Any]] = {
+    "mean": statistics.fmean, "max": max, "min": min, "sum": sum, "first": lambda xs: xs[0]}
+METRICS: dict[str, Metric] = {}
+
+
+def register_metric(name: str, kind: type, *, higher_is_better: bool | None, aggregate: str = "mean",
+                    description: str) -> Metric:
+    """Declare a metric (as lm-evaluation-harness's ``register_metric``); a run may then record it."""
+    if aggregate not in AGGREGATES:
+        raise ValueError(f"aggregate must be one of {', '.join(AGGREGATES)}, got {aggregate!r}")
+    metric = Metric(name, kind, higher_is_better, aggregate, description)
+    if name in METRICS and METRICS[name] != metric:
+        raise ValueError(f"metric {name!r} is already declared differently: {METRICS[name]}")
+    METRICS[name] = metric
+    return metric
+
+
+for _name, _kind, _better, _agg, _text in [
+    ("accuracy", float, True, "mean", "test accuracy over graded positions, at the checkpoint that validated best"),
+    ("val_accuracy", float, True, "mean", "best validation accuracy (selects the checkpoint and the learning rate)"),
+    ("loss", float, False, "mean", "test cross-entropy over graded positions"),
+    ("train_loss", float, False, "mean", "training loss at the last step"),
+    ("context_chance", float, None, "mean", "the task's chance floor (MQAR: 1/D, answering some value of the context)"),
+    ("majority_rate", float, None, "mean", "accuracy of always answering the most common test label"),
+    ("chance_rule", str, None, "first", "how the chance floor is computed"),
+    ("graded", int, None, "mean", "graded test positions"),
+    ("steps", int, None, "mean", "optimisation steps taken"),
+    ("budget_steps", int, None, "first", "steps the budget allowed"),
+    ("best_step", int, None, "mean", "step of the checkpoint that validated best"),
+    ("stopped", str, None, "first", "target, budget or patience"),
+    ("undertrained", bool, False, "sum", "validation accuracy still rose in the last quarter of the budget"),
+    ("last_quarter_gain", float, None, "mean", "best validation accuracy of the last quarter minus before"),
+    ("steps_per_s", float, True, "mean", "training throughput"),
+    ("train_time_s", float, False, "mean", "seconds spent training"),
+    ("wall_time_s", float, False, "mean", "seconds for the whole run"),
+    ("parameters", int, None, "first", "trainable parameters"),
+    ("state_size", int, None, "first", "floats of decoding state per sequence at seq_len (model.state_size)"),
+    ("state_bytes_fp32", int, None, "first", "bytes of that state in fp32"),
+    ("seq_len", int, None, "first", "training sequence length"),
+]:
+    register_metric(_name, _kind, higher_is_better=_better, aggregate=_agg, description=_text)
+
+
+def _check_metric(name: str, value: Any) -> Any:
+    metric = METRICS.get(name)
+    if metric is None or value is None:
+        return value  # undeclared (eval_0_accuracy, slices, analysis): kept as is
+    if metric.kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if metric.kind is int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if not isinstance(value, metric.kind) or (metric.kind is int and isinstance(value, bool)):
+        raise ValueError(f"metric {name!r} must be {metric.kind.__name__}, got {value!r}")
+    return value
+
+
+class RunRecord(BaseModel):
+    """One run: what was asked (``config``), how it ended, what it measured, what it ran on."""
+
+    model_config = ConfigDict(extra="forbid", use_enum_values=False)
+
+    run_id: str
+    config: dict[str, Any]
+    status: Status
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+    warnings: list[str] = Field(default_factory=list)
+    env: dict[str, Any] = Field(default_factory=dict)
+    history: list[dict[str, Any]] = Field(default_factory=list)
+    started_at: float | None = None
+    finished_at: float | None = None
+    pid: int | None = None
+    host: str | None = None
+    cached: bool = Field(False, exclude=True)  # read from the store instead of trained (not stored)
+
+    @field_validator("metrics")
+    @classmethod
+    def _typed_metrics(cls, metrics: dict[str, Any]) -> dict[str, Any]:
+        return {k: _check_metric(k, v) for k, v in metrics.items()}
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.DONE
+
+    @property
+    def task(self) -> str:
+        return self.config["task"]["name"]
+
+    @property
+    def model(self) -> str:
+        return self.config["model"]["name"]
+
+    @property
+    def seed(self) -> int:
+        return self.config["seed"]
+
+    @property
+    def lr(self) -> float:
+        return self.config["train"]["lr"]
+
+    def metric(self, name: str, default: Any = None) -> Any:
+        return self.metrics.get(name, default)
+
+    def first_error_line(self, width: int = 200) -> str:
+        lines = (self.error or "").strip().splitlines()
+        return lines[0][:width] if lines else ""
