@@ -168,7 +168,7 @@ def convergence_note(metrics: dict) -> str:
     return note
 
 
-def _lr_lambda(total_steps: int, warmup_frac: float, schedule: str = "wsd", decay_frac: float = 0.2) -> Callable[[int], float]:
+def lr_factor(total_steps: int, warmup_frac: float, schedule: str = "wsd", decay_frac: float = 0.2) -> Callable[[int], float]:
     """Learning-rate factor per step: linear warm-up, then ``schedule`` (down to 10% at the end)."""
     warmup = int(total_steps * warmup_frac)
     decay_start = total_steps - int(total_steps * decay_frac)
@@ -188,7 +188,7 @@ def _lr_lambda(total_steps: int, warmup_frac: float, schedule: str = "wsd", deca
     return factor
 
 
-def _optimizer(model, train: dict, device: torch.device) -> torch.optim.Optimizer:
+def make_optimizer(model, train: dict, device: torch.device) -> torch.optim.Optimizer:
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     groups = [{"params": decay, "weight_decay": train["weight_decay"]}, {"params": no_decay, "weight_decay": 0.0}]
@@ -248,9 +248,9 @@ def _train(config: dict, device: torch.device, metrics: dict, history: list, pro
 
     batches_per_epoch = max(1, len(data["train"]) // train["batch_size"])
     total_steps = max(1, int(round(train["epochs"] * batches_per_epoch)))
-    optimizer = _optimizer(model, train, device)
+    optimizer = make_optimizer(model, train, device)
     schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, _lr_lambda(total_steps, train["warmup_frac"], train["schedule"], train["decay_frac"]))
+        optimizer, lr_factor(total_steps, train["warmup_frac"], train["schedule"], train["decay_frac"]))
     shuffle = torch.Generator().manual_seed(seed)
     show = sys.stderr.isatty() if progress is None else progress
     bar = _progress_bar(total_steps, show, f"{config['model']['name']} on {config['task']['name']}")

@@ -9,7 +9,7 @@ import torch
 from evalsuite import tasks
 from evalsuite.analysis import answer_positions
 from evalsuite.tasks import IGNORE
-from evalsuite.train import _lr_lambda, convergence, convergence_note
+from evalsuite.train import lr_factor, convergence, convergence_note
 
 
 def brute_floor(batch, lo, hi):
@@ -87,13 +87,13 @@ def test_answer_positions_come_from_the_generator(name, params):
 
 
 def test_wsd_schedule_holds_the_peak_until_the_decay():
-    f = _lr_lambda(1000, 0.05, "wsd", 0.2)
+    f = lr_factor(1000, 0.05, "wsd", 0.2)
     assert f(0) == pytest.approx(1 / 50) and f(49) == pytest.approx(1.0)
     assert all(f(s) == 1.0 for s in range(50, 800))
     assert f(900) == pytest.approx(1 - 0.9 * 0.5) and f(999) == pytest.approx(0.1, abs=0.01)
-    cos = _lr_lambda(1000, 0.05, "cosine")
+    cos = lr_factor(1000, 0.05, "cosine")
     assert cos(500) < 0.7  # cosine has annealed long before the end: what hid MQAR's late jumps
-    assert _lr_lambda(1000, 0.05, "constant")(999) == 1.0
+    assert lr_factor(1000, 0.05, "constant")(999) == 1.0
 
 
 def history(vals, budget):

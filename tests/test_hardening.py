@@ -516,10 +516,10 @@ def test_os_errors_become_one_line(tmp_path, monkeypatch):
 
 def test_threads_are_divided_without_overriding_an_explicit_setting(monkeypatch):
     from evalsuite.executors import get_executor
-    from evalsuite.executors.local import _cpu_count
+    from evalsuite.executors.local import cpu_count
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    assert get_executor("local", workers=2, device="cpu").threads == max(1, _cpu_count() // 2)
+    assert get_executor("local", workers=2, device="cpu").threads == max(1, cpu_count() // 2)
     assert get_executor("local", workers=2, device="cpu", threads=3).threads == 3
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     assert get_executor("local", workers=2, device="cpu").threads is None  # the workers inherit it

@@ -134,7 +134,9 @@ class SchlagProbe(nn.Module):
     def __init__(self, memory: str, d_key: int, S: int, feature_map=None, feature_map_options=None):
         super().__init__()
         self.memory, self.S = memory, S
-        self.embed = nn.Embedding(2 * S, int(2 * S * 1.1))           # keys and values share the table, as there
+        # 2S rows as in Schlag et al.'s code, where key and value symbols share one table; here only
+        # the key rows [0, S) are read (values enter as one-hot vectors)
+        self.embed = nn.Embedding(2 * S, int(2 * S * 1.1))
         nn.init.normal_(self.embed.weight, std=1.0)
         e = self.embed.embedding_dim
         self.key_proj = nn.Linear(e + S, d_key)
@@ -158,9 +160,10 @@ class SchlagProbe(nn.Module):
 
 
 def _schlag_batch(n, S, setting, gen, device, all_queries=False):
-    """``(key_ids, value_ids, query_ids, answer_ids)``: setting 1 writes the S keys once each with a
-    permutation of the S values; setting 2 writes 2S pairs drawn with replacement. One query per
-    sequence (``all_queries``: every distinct key of the sequence, for evaluation)."""
+    """``(key_ids, value_ids + S, query_ids, answer_ids, present)``: setting 1 writes the S keys once
+    each with a permutation of the S values; setting 2 writes 2S pairs drawn with replacement. One
+    query per sequence (``all_queries``: every key id, ``present`` marking those the sequence wrote,
+    for evaluation). Value ids are offset by S (the second half of the symbol table)."""
     if setting == 1:
         key_ids = torch.argsort(torch.rand(n, S, generator=gen), dim=1)
         value_ids = torch.argsort(torch.rand(n, S, generator=gen), dim=1)

@@ -18,7 +18,7 @@ from .base import execute_point, failed_result
 MAX_ATTEMPTS = 3
 
 
-def _cpu_count() -> int:
+def cpu_count() -> int:
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:
@@ -40,7 +40,7 @@ class LocalExecutor:
         self.gpus = torch.cuda.device_count() if device != "cpu" else 0
         self.workers = workers or (self.gpus or 1)
         if threads is None and not self.gpus and not os.environ.get("OMP_NUM_THREADS"):
-            threads = max(1, _cpu_count() // self.workers)
+            threads = max(1, cpu_count() // self.workers)
         self.threads = threads
 
     def _device(self, slot: int) -> str:

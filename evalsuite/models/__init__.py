@@ -18,8 +18,11 @@ def names() -> list[str]:
 
 
 def mixer_class(name) -> type[Mixer]:
+    """A model of the registry: a ``Mixer`` subclass, or a layer recipe such as ``Hybrid`` (a class
+    with ``Options``, ``uses_feature_map`` and ``build_layers``)."""
     cls = MODELS.get(name)
-    if not (isinstance(cls, type) and issubclass(cls, Mixer)):
+    recipe = isinstance(cls, type) and all(hasattr(cls, a) for a in ("Options", "uses_feature_map", "build_layers"))
+    if not recipe:
         raise TypeError(f"model {name!r} must be a subclass of evalsuite.models.Mixer")
     return cls
 

@@ -45,19 +45,17 @@ class HybridOptions(MixerOptions):
 
 
 @MODELS.register("hybrid")
-class Hybrid(Mixer):
+class Hybrid:
     """Any mixer in any layer, following a pattern (LLLS, delta,softmax) or a ratio (3:1).
 
-    Not a mixer itself: ``build_layers`` returns one mixer per layer."""
+    Not a mixer itself but a model of the registry all the same: like every entry it has
+    ``Options``, ``uses_feature_map`` and ``build_layers``, which returns one mixer per layer."""
 
     Options = HybridOptions
     uses_feature_map = True  # handed to the layers that take one
 
-    def __init__(self, *args, **kwargs):
-        raise TypeError("Hybrid is built through Hybrid.build_layers (evalsuite.models.build)")
-
     @classmethod
-    def build_layers(cls, d_model, n_heads, n_layers, options: HybridOptions, feature_map=None):
+    def build_layers(cls, d_model, n_heads, n_layers, options: HybridOptions, feature_map=None) -> list[Mixer]:
         kinds = options.layer_kinds()
         if n_layers % len(kinds):
             raise ValueError(f"n_layers ({n_layers}) must be a multiple of the pattern length "

@@ -183,11 +183,39 @@ def delta_rule(q, k, v, beta, *, mode: str = "chunk", initial_state=None, return
 
 
 def _delta_chunk(q, k, v, beta, state, chunk_size, log_alpha=None):
-    """Chunkwise WY form: a unit-triangular solve per chunk (all chunks at once), then a short
-    loop over chunks. Padding with beta = 0, k = 0 (and gate 1) changes nothing.
+    """The delta rule chunk by chunk, in the WY form (Yang et al. 2024, "Parallelizing linear
+    transformers with the delta rule over sequence length"); ``delta_rule(mode="recurrent")`` is the
+    reference it is tested against.
 
-    Gates: with G_t the product of alphas inside a chunk up to t, every term carries a ratio
-    G_t / G_j <= 1 (j <= t), so nothing is divided by a small product."""
+    Conventions: the state S is [dk, dv]; a read is o_t = S_t^T q_t (row form: q_t^T S_t), and
+
+        S_t = alpha_t (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T     (alpha_t = 1 without gates).
+
+    Inside one chunk of C tokens that starts from the state S_0, write G_t = alpha_1 ... alpha_t
+    (G_0 = 1) and Gamma_tj = G_t / G_j for j <= t. Every S_t is S_0 decayed plus rank-one writes
+    of "pseudo-values" u_j:
+
+        S_t = G_t S_0 + sum_{j<=t} Gamma_tj k_j u_j^T.                                   (1)
+
+    Putting (1) for S_{t-1} into the recurrence gives u_t = beta_t (v_t - alpha_t S_{t-1}^T k_t):
+
+        u_t = beta_t (v_t - G_t S_0^T k_t - sum_{j<t} Gamma_tj (k_j^T k_t) u_j).
+
+    With rows stacked (U, V, K, Q are [C, d]) and A = diag(beta) (tril(K K^T, -1) * Gamma):
+
+        (I + A) U = diag(beta) V - diag(beta) diag(G) K S_0
+        U = u - w S_0,   u = (I + A)^{-1} diag(beta) V,   w = (I + A)^{-1} diag(beta) diag(G) K.  (2)
+
+    (I + A) is unit lower triangular, so u and w are one triangular solve each, for all chunks at
+    once; they do not depend on S_0. Only the short loop over chunks needs the carried state:
+
+        U   = u - w S_0                                            (the pseudo-values of this chunk)
+        O   = diag(G) Q S_0 + (tril(Q K^T) * Gamma) U              (reads, from (1))
+        S_C = G_C S_0 + (K * (G_C / G))^T U                        (the state handed on, from (1))
+
+    Gates enter only through ratios G_t / G_j <= 1 (j <= t) and G_C / G_j, never by dividing by a
+    small product, and the cumulative log-gates stay in float32. Padding the last chunk with
+    beta = 0 and k = 0 (and gate 1) writes nothing and changes no output."""
     B, H, T, dk = k.shape
     C = min(chunk_size, T)
     pad = (-T) % C
@@ -196,32 +224,32 @@ def _delta_chunk(q, k, v, beta, state, chunk_size, log_alpha=None):
         beta = F.pad(beta, (0, pad))
         log_alpha = None if log_alpha is None else F.pad(log_alpha, (0, pad))
     n = (T + pad) // C
-    q, k, v = (x.reshape(B, H, n, C, x.shape[-1]) for x in (q, k, v))
-    beta = beta.reshape(B, H, n, C, 1)
+    q, k, v = (x.reshape(B, H, n, C, x.shape[-1]) for x in (q, k, v))  # [B, H, T', d] -> [B, H, n, C, d]
+    beta = beta.reshape(B, H, n, C, 1)                                   # [B, H, T'] -> [B, H, n, C, 1]
     eye = torch.eye(C, dtype=k.dtype, device=k.device)
-    kk = (k @ k.transpose(-1, -2)).tril(-1)
-    attn = (q @ k.transpose(-1, -2)).tril()
+    kk = (k @ k.transpose(-1, -2)).tril(-1)                             # tril(K K^T, -1): [B, H, n, C, C]
+    attn = (q @ k.transpose(-1, -2)).tril()                             # tril(Q K^T): [B, H, n, C, C]
     k_w, q_in = k, q
     if log_alpha is not None:
-        g = log_alpha.reshape(B, H, n, C).cumsum(-1)                      # log G_t
-        diff = g[..., :, None] - g[..., None, :]                           # log G_t / G_j
+        g = log_alpha.reshape(B, H, n, C).cumsum(-1)                      # log G_t: [B, H, n, C]
+        diff = g[..., :, None] - g[..., None, :]                           # log Gamma_tj: [B, H, n, C, C]
         ratio = torch.exp(diff.masked_fill(~torch.ones(C, C, dtype=torch.bool, device=k.device).tril(), -math.inf))
         kk, attn = kk * ratio, attn * ratio
-        k_w, q_in = k * g.exp()[..., None], q * g.exp()[..., None]
-        decay_to_end = (g[..., -1:] - g).exp()[..., None]                   # G_C / G_j
-        chunk_decay = g[..., -1].exp()[..., None, None]                     # G_C
+        k_w, q_in = k * g.exp()[..., None], q * g.exp()[..., None]          # diag(G) K, diag(G) Q
+        decay_to_end = (g[..., -1:] - g).exp()[..., None]                   # G_C / G_j: [B, H, n, C, 1]
+        chunk_decay = g[..., -1].exp()[..., None, None]                     # G_C: [B, H, n, 1, 1]
     system = eye + beta * kk                                               # I + A
-    w = torch.linalg.solve_triangular(system, beta * k_w, upper=False, unitriangular=True)
-    u = torch.linalg.solve_triangular(system, beta * v, upper=False, unitriangular=True)
+    w = torch.linalg.solve_triangular(system, beta * k_w, upper=False, unitriangular=True)  # (2): [B, H, n, C, dk]
+    u = torch.linalg.solve_triangular(system, beta * v, upper=False, unitriangular=True)    # (2): [B, H, n, C, dv]
     outs = []
     for c in range(n):
-        u_c = u[:, :, c] - w[:, :, c] @ state
-        outs.append(q_in[:, :, c] @ state + attn[:, :, c] @ u_c)
+        u_c = u[:, :, c] - w[:, :, c] @ state  # U = u - w S_0: the pseudo-values given the carried state
+        outs.append(q_in[:, :, c] @ state + attn[:, :, c] @ u_c)  # O = diag(G) Q S_0 + (tril(Q K^T) * Gamma) U
         if log_alpha is None:
-            state = state + k[:, :, c].transpose(-1, -2) @ u_c
+            state = state + k[:, :, c].transpose(-1, -2) @ u_c  # S_C = S_0 + K^T U
         else:
             state = chunk_decay[:, :, c] * state + (k[:, :, c] * decay_to_end[:, :, c]).transpose(-1, -2) @ u_c
-    out = torch.stack(outs, dim=2).reshape(B, H, n * C, -1)[:, :, :T]
+    out = torch.stack(outs, dim=2).reshape(B, H, n * C, -1)[:, :, :T]   # [B, H, n, C, dv] -> [B, H, T, dv]
     return out, state
 
 

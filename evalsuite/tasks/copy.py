@@ -16,7 +16,7 @@ class CopyParams(TaskParams):
     seq_len: int = Field(128, ge=4, description="padded sequence length")
 
 
-@TASKS.register("copy")
+@TASKS.register()  # under its `name`
 class Copy(Task):
     """Copy a random word after a separator: ``w 0 w 0`` padded with 0; graded on the second copy and its end."""
 
@@ -72,7 +72,7 @@ class SelectiveCopyParams(TaskParams):
     num_tokens: int = Field(16, ge=1, description="data tokens scattered in the context, emitted in order")
 
 
-@TASKS.register("selective_copy")
+@TASKS.register()  # under its `name`
 class SelectiveCopy(Task):
     """Data tokens scattered among blanks, then a copy token; emit the data tokens in order."""
 

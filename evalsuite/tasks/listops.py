@@ -70,7 +70,7 @@ class ListOpsParams(TaskParams):
     max_tries: int = Field(5_000_000, ge=1, description="trees drawn at most before giving up")
 
 
-@TASKS.register("listops")
+@TASKS.register()  # under its `name`
 class ListOps(Task):
     """Evaluate a nested MIN/MAX/MED/SM expression over digits (LRA)."""
 

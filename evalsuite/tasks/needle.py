@@ -35,7 +35,7 @@ class NeedleParams(TaskParams):
     num_queries: int = Field(1, ge=1, description="keys queried at the end (multi-query)")
 
 
-@TASKS.register("needle")
+@TASKS.register()  # under its `name`
 class Needle(Task):
     """Find the value after ``MARK key`` hidden in a haystack; RULER-style variants."""
 

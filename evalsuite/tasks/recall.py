@@ -29,7 +29,7 @@ class RecallParams(TaskParams):
                               "(Zoology; collisions with keys are counted), N > 0 from N extra tokens disjoint from keys and values")
 
 
-@TASKS.register("recall")
+@TASKS.register()  # under its `name`
 class MQAR(Task):
     name = "recall"
     description = "multi-query associative recall (Zoology MQAR)"

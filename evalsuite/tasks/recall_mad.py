@@ -22,7 +22,7 @@ class MadRecallParams(TaskParams):
     noise_vocab: int = Field(16, ge=1, description="noise tokens, ids [V, V + noise_vocab), when noise_fraction > 0")
 
 
-@TASKS.register("recall_mad")
+@TASKS.register()  # under its `name`
 class MadRecall(Task):
     """MAD in-context recall (and noisy recall with noise_fraction > 0)."""
 
