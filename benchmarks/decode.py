@@ -2,7 +2,7 @@
 
     python benchmarks/decode.py         # same as `evalsuite bench decode`; --help for options
 """
-from evalsuite.cli import bench_decode
+from evalsuite.cli.bench import bench_decode
 
 if __name__ == "__main__":
     bench_decode()

@@ -2,7 +2,7 @@
 
     python benchmarks/kernels.py        # same as `evalsuite bench kernels`; --help for options
 """
-from evalsuite.cli import bench_kernels
+from evalsuite.cli.bench import bench_kernels
 
 if __name__ == "__main__":
     bench_kernels()

@@ -16,12 +16,11 @@ from pydantic import ConfigDict, Field, ValidationError
 from evalsuite import models as model_zoo
 from evalsuite import tasks as task_zoo
 from evalsuite.errors import UserError
-from evalsuite.params import Params
+from evalsuite.params import MAX_SEED, Params
 from evalsuite.registry import UnknownName
 from evalsuite.records import TARGET_ACCURACY
 
 SECTIONS = ("task", "model", "train")
-MAX_SEED = 2**31 - 1
 MAX_SEGMENTS = 64  # training segments plus eval segments: each gets its own data seed
 MAX_STEPS = 10_000_000  # days of training at CPU speed; more is a typo (train.epochs=1e9)
 MEMORY_CHECK_ENV = "EVALSUITE_MEMORY_CHECK"  # "off": try sizes that the estimate says do not fit

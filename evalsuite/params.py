@@ -9,6 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
+MAX_SEED = 2**31 - 1  # seeds of runs, sweeps and probes
+
 
 def _accepts_bool(annotation: Any) -> bool:
     if annotation is bool or annotation is Any:

@@ -255,6 +255,12 @@ class MapSpec:
     options: dict = field(default_factory=dict)
 
 
+def map_options(cls: type) -> dict[str, object]:
+    """A feature-map class's options (its constructor's parameters after ``head_dim``) and defaults."""
+    params = list(inspect.signature(cls.__init__).parameters.values())[2:]
+    return {p.name: p.default for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
 def get(ref, head_dim: int, **options) -> FeatureMap:
     """Build a feature map from a name, a ``module:Attr`` / ``file.py:Attr`` ref, a class, a
     ``MapSpec`` or an instance."""
@@ -265,8 +271,7 @@ def get(ref, head_dim: int, **options) -> FeatureMap:
     cls = FEATURE_MAPS.get(ref)
     if not (isinstance(cls, type) and issubclass(cls, FeatureMap)):
         raise TypeError(f"feature map {ref!r} must be a subclass of evalsuite.models.feature_maps.FeatureMap")
-    accepted = [p.name for p in list(inspect.signature(cls.__init__).parameters.values())[2:]
-                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    accepted = list(map_options(cls))
     unknown = sorted(set(options) - set(accepted))
     if unknown and not any(p.kind == p.VAR_KEYWORD for p in inspect.signature(cls.__init__).parameters.values()):
         raise TypeError(f"feature map {ref!r} has no option(s) {', '.join(unknown)}; "

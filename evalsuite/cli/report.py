@@ -1,0 +1,35 @@
+"""`evalsuite report`: one self-contained HTML file for a store or a sweep."""
+from __future__ import annotations
+
+import click
+
+from evalsuite.cli import common, main
+
+
+@main.command()
+@common.store_option
+@click.option("-o", "--output", default="results/report.html", show_default=True, type=click.Path())
+@click.option("--plot-format", default="png", show_default=True, type=click.Choice(["png", "svg"]),
+              help="png (small) or svg (for publication) for the summary plots")
+@click.option("--open", "open_after", is_flag=True, help="open the report in the default browser")
+@click.option("--sweep", "sweep_id", default=None, help="only the runs of this sweep (id or unique prefix)")
+def report(store_path, output, plot_format, open_after, sweep_id):
+    """Write a self-contained HTML report of every run in the store (or one sweep). Reads the
+    store without modifying it."""
+    from evalsuite import files
+    from evalsuite.reports import builder
+
+    store = common.open_store(store_path, must_exist=True)
+    files.check_output(output, "--output", store=store.path)
+    run_ids = None
+    if sweep_id:
+        try:
+            sweep_id, run_ids = store.sweep_runs(sweep_id)
+        except KeyError as exc:
+            raise common.BadInput(f"--sweep: {exc.args[0]}") from None
+    runs = store.runs(run_ids)
+    path = builder.write(runs, output, title=f"evalsuite report: {len(runs)} runs", probes=store.probes(),
+                         plot_format=plot_format)
+    click.echo(f"report   {path} ({path.stat().st_size / 2**20:.1f} MiB, {len(runs)} runs)")
+    if open_after:
+        click.launch(str(path.resolve()))

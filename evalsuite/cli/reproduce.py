@@ -1,0 +1,64 @@
+"""`evalsuite reproduce`: the experiments behind docs/FINDINGS.md and their verdicts."""
+from __future__ import annotations
+
+import click
+
+from evalsuite.cli import common, main
+
+
+@main.command()
+@click.argument("names", nargs=-1)
+@click.option("--scale", default="cpu", show_default=True, type=click.Choice(["cpu", "paper"]),
+              help="cpu: sizes that run here in about an hour; paper: the published sizes (a GPU or a cluster)")
+@click.option("--list", "list_only", is_flag=True, help="name each experiment, its source and expected run time")
+@common.executor_options
+@click.option("--verdicts-only", is_flag=True, help="judge what the store holds; run nothing (the store is only read)")
+@click.option("-o", "--output", default=None, type=click.Path(),
+              help="reproduction report [default: reports/reproduce-SCALE.html beside the store]")
+def reproduce(names, scale, list_only, executor, workers, address, device, store_path, threads, verdicts_only, output):
+    """Run the experiments behind docs/FINDINGS.md (all, or NAMES) and judge each from the stored results."""
+    from evalsuite import files
+    from evalsuite import reproduce as rep
+    from evalsuite import sweep as sweeps
+    from evalsuite.executors import get_executor
+    from evalsuite.reports import builder
+
+    if list_only:
+        for e in rep.EXPERIMENTS.values():
+            click.echo(f"{e.name:<16} {e.source}\n{'':<17}{e.finding}\n{'':<17}expected: about {e.minutes['cpu']:g} min "
+                       f"at cpu scale on 2 cores; about {e.minutes['paper']:g} GPU-min at paper scale")
+        return
+    names = rep.check_names(names)
+    store = common.open_store(store_path, must_exist=verdicts_only)
+    output = files.check_output(output or store.path.parent / "reports" / f"reproduce-{scale}.html", "--output",
+                                store=store.path)
+    if not verdicts_only:
+        common.device_name(device)
+        get_executor(executor, workers=workers, device=device, address=address, threads=threads)
+    run_ids: list[str] = []
+    for name in names:
+        exp = rep.EXPERIMENTS[name]
+        spec = exp.spec(scale)
+        if spec is not None:
+            run_ids += [p.run_id for p in sweeps.expand(spec)]
+        if verdicts_only:
+            continue
+        click.echo(f"== {name}: {exp.finding}")
+        options = dict(store=store, executor=executor, workers=workers, device=device, address=address, threads=threads,
+                       echo=click.echo)
+        if spec is not None:
+            sweeps.run_sweep(spec, **options)
+            rep.escalate(exp, scale, store, lambda sweep_name, configs: sweeps.run_configs(configs, name=sweep_name, **options),
+                         echo=click.echo)
+        rep.run_probes(exp, scale, store, echo=click.echo)
+    if not store.path.exists():
+        raise common.BadInput(f"--store: nothing stored at {store.path}; run without --verdicts-only first")
+    verdicts = rep.verdicts(names, store, scale)
+    for v in verdicts:
+        click.echo(f"{v.name:<16} {v.status.upper()}" + (f"  ({v.why})" if v.why else ""))
+        for f in v.figures:
+            click.echo(f"{'':<17}{f}")
+    runs = list({r.run_id: r for name in names for r in rep.experiment_runs(rep.EXPERIMENTS[name], scale, store)}.values())
+    path = builder.write(runs, output, title=f"evalsuite: reproducing the literature ({scale} scale)",
+                         probes=store.probes(), preamble=rep.verdict_html(verdicts))
+    click.echo(f"report   {path}")

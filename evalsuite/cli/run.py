@@ -1,0 +1,94 @@
+"""`evalsuite run`: train one configuration, print its summary, record it, write its report."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from evalsuite.cli import common, main
+
+
+@main.command()
+@click.option("--task", required=True, help="task name (see `evalsuite list tasks`)")
+@click.option("--model", required=True, help="model name (see `evalsuite list models`)")
+@click.option("--feature-map", default=None, help="feature map for linear models: name, package.module:Attr or file.py:Attr")
+@click.option("--preset", default="default", show_default=True, help="named preset (see `evalsuite list presets`)")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="override a config value, e.g. --set train.lr=0.001 (a bare key works when unambiguous)")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, common.MAX_SEED))
+@common.device_option
+@common.store_option
+@common.threads_option
+@click.option("--out", default="results/reports", show_default=True, type=click.Path(file_okay=False),
+              help="folder for the HTML report")
+@click.option("--force", is_flag=True, help="train again even if the store holds this run")
+@click.option("--no-report", is_flag=True, help="skip the HTML report")
+def run(task, model, feature_map, preset, overrides, seed, device, store_path, threads, out, force, no_report):
+    """Train MODEL on TASK, print a summary, record it in the store and write its report."""
+    from evalsuite import config as cfg
+    from evalsuite import environment, files
+    from evalsuite.pipeline import execute
+
+    config = cfg.resolve(task=task, model=model, preset=preset, overrides=overrides, feature_map=feature_map,
+                         seed=seed)
+    dev = environment.resolve_device(device)
+    store = common.open_store(store_path)
+    report = None if no_report else files.check_output(Path(out) / f"{cfg.run_id(config)}.html", "--out",
+                                                       store=store.path)
+    common.set_threads(threads)
+    click.echo(f"evalsuite run: {model} on {task} (preset {preset}, seed {seed}, device {dev}, "
+               f"{_threads()} thread{'s' if _threads() != 1 else ''})", err=True)
+    result = execute(config, device=device, store=store, force=force)
+    if report is not None:
+        from evalsuite.reports import builder
+
+        try:
+            builder.write([result], report, title=f"evalsuite: {model} on {task}")
+        except OSError as exc:  # the run is recorded; say so and go on
+            result.warnings.append(f"report not written: {common.os_message(exc)}")
+            report = None
+    click.echo(_summary(result, store.path, report))
+    if not result.ok:
+        sys.exit(1)
+
+
+def _threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
+def _summary(result, store_path, report) -> str:
+    from evalsuite.train import convergence_note
+
+    m = result.metrics
+    model = result.config["model"]
+    name = model["name"] + (f" ({model['feature_map']})" if model.get("feature_map") else "")
+    rows = [("run", result.run_id + ("  (cached: already in the store; --force retrains)" if result.cached else "")),
+            ("task / model", f"{result.config['task']['name']} / {name}"),
+            ("status", result.status.value)]
+    if result.error:
+        rows.append(("error", result.first_error_line()))
+    if "accuracy" in m:
+        floor = ""
+        if "context_chance" in m:
+            floor = f"  (chance {m['context_chance']:.4f}: {m.get('chance_rule', '')}; majority class {m['majority_rate']:.4f})"
+        budget = f" of {m['budget_steps']}, best at step {m['best_step']}" if "budget_steps" in m else ""
+        rows += [("test accuracy", f"{m['accuracy']:.4f}{floor}"), ("val accuracy", f"{m['val_accuracy']:.4f}"),
+                 ("test loss", f"{m['loss']:.4f}"),
+                 ("steps", f"{m['steps']}{budget} ({m['steps_per_s']:.0f} steps/s)")]
+        if convergence_note(m):
+            rows.append(("convergence", convergence_note(m)))
+    if "wall_time_s" in m:
+        rows.append(("wall time", f"{m['wall_time_s']:.1f} s"))
+    if "parameters" in m:
+        rows += [("parameters", f"{m['parameters']:,}"),
+                 ("state size", f"{m['state_size']:,} floats per sequence at T={m['seq_len']} "
+                                f"({m['state_size'] * 4 / 1024:.1f} KiB in fp32)")]
+    rows += [("warning", w) for w in result.warnings]
+    rows.append(("store", str(store_path)))
+    if report is not None:
+        rows.append(("report", str(report)))
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
