@@ -5,7 +5,9 @@ import pandas as pd
 import pytest
 import torch
 
-from evalsuite import analysis, models
+import evalsuite
+from evalsuite import analysis, models, tasks
+from evalsuite import config as cfg
 from evalsuite.tasks import IGNORE
 
 
@@ -193,3 +195,53 @@ def test_probe_rows_are_keyed_by_every_setting(store_path):
     assert sorted(store.probes().max_steps) == [100, 200]
     store.add_probes(longer)  # the same settings again replace their own row
     assert len(store.probes()) == 2
+
+
+# ---- run analyses: the registry and the worked example (state rank) ----------------------------
+
+def test_effective_rank_closed_forms():
+    from evalsuite.analysis.state_rank import effective_rank
+
+    assert effective_rank(torch.eye(5)) == pytest.approx(5.0)
+    assert effective_rank(torch.outer(torch.arange(1.0, 5.0), torch.ones(3))) == pytest.approx(1.0)
+    assert effective_rank(torch.zeros(4, 4)) == 0.0
+    # two singular values 3 and 1: exp(-(3/4 log 3/4 + 1/4 log 1/4))
+    expected = math.exp(-(0.75 * math.log(0.75) + 0.25 * math.log(0.25)))
+    assert effective_rank(torch.diag(torch.tensor([3.0, 1.0]))) == pytest.approx(expected)
+
+
+def test_memory_matrix_reads_each_kind_of_state():
+    from evalsuite.analysis.state_rank import memory_matrix
+
+    cache = torch.randn(2, 3, 4, 10, 8)  # [k/v, B, H, max_len, d]
+    assert torch.equal(memory_matrix({"cache": cache, "length": 6}), cache[0][:, :, :6])
+    S = torch.randn(3, 4, 8, 9)
+    assert memory_matrix(S) is S and memory_matrix((S, torch.zeros(3, 4, 8))) is S
+    assert memory_matrix(None) is None
+
+
+def test_every_run_records_its_state_rank():
+    for model in ("softmax", "linear", "delta"):
+        rows = evalsuite.run("recall", model, preset="tiny", store=False).metrics["analysis"]["state_rank"]
+        assert [r["layer"] for r in rows] == [0, 1]
+        assert all(0 < r["effective_rank"] <= r["max_rank"] + 1e-6 for r in rows), rows
+
+
+def test_a_registered_analysis_joins_every_summary():
+    from evalsuite.analysis import RUN_ANALYSES, run_analysis, summary
+    from evalsuite.config import build_model
+
+    @run_analysis("graded_count")
+    def graded_count(inp):
+        return {"graded_count": int((inp.targets != -100).sum())}
+
+    try:
+        task = tasks.get("recall", vocab_size=32, seq_len=16, num_kv_pairs=2)
+        batch = task.generate(4, 0)
+        config = cfg.resolve("recall", "softmax", preset="tiny", overrides={"task.vocab_size": 32, "task.seq_len": 16,
+                                                                             "task.num_kv_pairs": 2})
+        out = summary(build_model(config["model"], 32), batch.inputs, batch.targets, answers=batch.answers)
+        assert out["graded_count"] == int(batch.score_mask.sum())
+        assert {"errors", "sharpness", "interference", "state_rank"} <= set(out)
+    finally:
+        RUN_ANALYSES.pop("graded_count")

@@ -78,7 +78,8 @@ def report_store(tmp_path_factory):
 
 def test_report_has_every_section_and_escapes_hostile_names(report_store):
     html = report_store.read_text()
-    for section in ("summary", "failures", "scaling", "needle", "capacity", "interference", "sharpness", "runs"):
+    for section in ("summary", "failures", "scaling", "needle", "capacity", "interference", "sharpness", "state_rank",
+                    "runs"):
         assert f'id="{section}"' in html, section
     assert HOSTILE not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "<img src=x" not in html and "kaboom &lt;img src=x" in html

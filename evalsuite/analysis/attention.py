@@ -1,5 +1,9 @@
-"""Each layer's explicit mixing matrix for a batch, and where each graded query's answer sits."""
+"""Each layer's explicit mixing matrix for a batch, and where each graded query's answer sits;
+``graded_chunks`` walks the analysed examples once for every run analysis."""
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
 
 import torch
 
@@ -53,3 +57,28 @@ def answer_window(answers: torch.Tensor, positions: torch.Tensor, T: int, reach:
     j = torch.arange(T, device=answers.device)[None, :]
     a, t = answers[:, None], positions[:, None]
     return (a >= 0) & (j >= a) & (j < a + reach) & (j <= t)
+
+
+@dataclass
+class Chunk:
+    """A slice of the analysed examples with what every analysis of attention reads."""
+
+    lo: int                     # index of its first example
+    inputs: torch.Tensor        # [b, T]
+    targets: torch.Tensor       # [b, T]
+    logits: torch.Tensor        # [b, T, vocab]
+    views: list[AttentionView]  # one per layer
+    found: torch.Tensor         # [b, T]: where each graded position's answer sits (-1: none)
+
+
+@torch.no_grad()
+def graded_chunks(model, inputs: torch.Tensor, targets: torch.Tensor, answers: torch.Tensor | None = None,
+                  batch_size: int = 32) -> Iterator[Chunk]:
+    """The examples in chunks of ``batch_size``, each with its logits, attention views and answer
+    positions: the one pass over graded positions that the run analyses share."""
+    model.eval()
+    for lo in range(0, inputs.shape[0], batch_size):
+        x, y = inputs[lo:lo + batch_size], targets[lo:lo + batch_size]
+        a = None if answers is None else answers[lo:lo + batch_size]
+        logits, views = attention_views(model, x)
+        yield Chunk(lo, x, y, logits, views, answer_positions(x, y, a))

@@ -6,6 +6,8 @@ import torch
 
 from evalsuite.tasks import IGNORE
 
+from .runs import AnalysisInput, run_analysis
+
 
 def classify_errors(inputs: torch.Tensor, targets: torch.Tensor, predictions: torch.Tensor) -> dict[str, int]:
     """Counts of ``correct``, ``other_value`` (the answer to another query of the same example,
@@ -18,3 +20,8 @@ def classify_errors(inputs: torch.Tensor, targets: torch.Tensor, predictions: to
     is_value = ((predictions[:, :, None] == targets[:, None, :]) & in_context[:, None, :]).any(-1)
     other = wrong & is_value
     return {"correct": int(right.sum()), "other_value": int(other.sum()), "not_a_value": int((wrong & ~is_value).sum())}
+
+
+@run_analysis("errors")
+def errors_analysis(inp: AnalysisInput) -> dict:
+    return {"errors": classify_errors(inp.inputs, inp.targets, inp.predictions)}

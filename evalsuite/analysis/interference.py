@@ -13,6 +13,7 @@ answer: the read noise from every other position against the signal from the rig
 from __future__ import annotations
 
 import math
+from typing import Iterable
 
 import pandas as pd
 import torch
@@ -20,7 +21,8 @@ import torch.nn.functional as F
 
 from evalsuite.tasks import IGNORE
 
-from .attention import answer_positions, answer_reach, answer_window, attention_views, mixer_name
+from .attention import Chunk, answer_reach, answer_window, graded_chunks, mixer_name
+from .runs import AnalysisInput, run_analysis
 
 
 def gram(keys: torch.Tensor) -> torch.Tensor:
@@ -72,20 +74,16 @@ def crosstalk(weights: torch.Tensor, values: torch.Tensor, answer) -> float:
 
 @torch.no_grad()
 def key_interference(model, inputs: torch.Tensor, targets: torch.Tensor, answers: torch.Tensor | None = None, *,
-                     batch_size: int = 32) -> tuple[pd.DataFrame, pd.DataFrame]:
+                     batch_size: int = 32, chunks: Iterable[Chunk] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(queries, examples)``: per (layer, head, graded query) the cross-talk ratio and whether
     the answer was right; per (layer, head, example) the keys' coherence and effective rank and
-    the number of wrong answers."""
-    model.eval()
+    the number of wrong answers. ``chunks``: a pass over the examples already made."""
     reach = answer_reach(model)
     query_rows, example_rows = [], []
     baselines: dict[tuple[int, int], dict] = {}  # (layer, number of keys) -> random-key coherence
-    for lo in range(0, inputs.shape[0], batch_size):
-        x, y = inputs[lo:lo + batch_size], targets[lo:lo + batch_size]
-        a = None if answers is None else answers[lo:lo + batch_size]
-        logits, views = attention_views(model, x)
-        found = answer_positions(x, y, a)
-        correct = logits.argmax(-1) == y
+    for c in chunks if chunks is not None else graded_chunks(model, inputs, targets, answers, batch_size):
+        lo, x, y, views, found = c.lo, c.inputs, c.targets, c.views, c.found
+        correct = c.logits.argmax(-1) == y
         graded = ((y != IGNORE) & (found >= 0)).nonzero(as_tuple=False)   # [Q, 2]
         if graded.numel() == 0:
             continue
@@ -158,3 +156,9 @@ def by_keys(examples: pd.DataFrame) -> pd.DataFrame:
         return examples
     return examples.groupby(["layer", "head", "n_keys"])[["coherence_mean", "coherence_max", "effective_rank",
                                                           "wrong"]].mean().reset_index()
+
+
+@run_analysis("interference")
+def interference_analysis(inp: AnalysisInput) -> dict:
+    queries, examples = key_interference(inp.model, inp.inputs, inp.targets, inp.answers, chunks=inp.chunks)
+    return {"interference": summarize(queries, examples), "interference_by_keys": by_keys(examples).to_dict("records")}

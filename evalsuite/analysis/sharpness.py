@@ -6,13 +6,16 @@ into a distribution p_j = |w_j| / sum |w| (delta and unnormalised rows can be ne
 from __future__ import annotations
 
 import math
+from typing import Iterable
 
 import pandas as pd
 import torch
 
 from evalsuite.tasks import IGNORE
 
-from .attention import answer_positions, answer_reach, answer_window, attention_views, mixer_name
+from .attention import (Chunk, answer_positions, answer_reach, answer_window, attention_views, graded_chunks,
+                        mixer_name)
+from .runs import AnalysisInput, run_analysis
 
 TOP_K = 4
 
@@ -37,25 +40,21 @@ def row_stats(weights: torch.Tensor, answer: torch.Tensor | None = None, top_k: 
 
 @torch.no_grad()
 def attention_sharpness(model, inputs: torch.Tensor, targets: torch.Tensor, answers: torch.Tensor | None = None, *,
-                        batch_size: int = 32,
-              top_k: int = TOP_K) -> pd.DataFrame:
+                        batch_size: int = 32, top_k: int = TOP_K, chunks: Iterable[Chunk] | None = None) -> pd.DataFrame:
     """One row per (layer, head, graded query): entropy, entropy / log(context), largest weight,
     top-k mass, mass on the answer (its position and the next conv_kernel - 1, which the short
-    convolution lets carry it), whether the model answered correctly."""
-    model.eval()
+    convolution lets carry it), whether the model answered correctly. ``chunks``: a pass over the
+    examples already made (``graded_chunks``)."""
     reach = answer_reach(model)
     frames = []
-    for lo in range(0, inputs.shape[0], batch_size):
-        x, y = inputs[lo:lo + batch_size], targets[lo:lo + batch_size]
-        a = None if answers is None else answers[lo:lo + batch_size]
-        logits, views = attention_views(model, x)
-        graded = (y != IGNORE).nonzero(as_tuple=False)                 # [Q, 2] (example, position)
+    for c in chunks if chunks is not None else graded_chunks(model, inputs, targets, answers, batch_size):
+        graded = (c.targets != IGNORE).nonzero(as_tuple=False)          # [Q, 2] (example, position)
         if graded.numel() == 0:
             continue
         ex, pos = graded[:, 0], graded[:, 1]
-        found = answer_positions(x, y, a)[ex, pos]
-        correct = (logits.argmax(-1) == y)[ex, pos]
-        for layer, (view, block) in enumerate(zip(views, model.blocks)):
+        found = c.found[ex, pos]
+        correct = (c.logits.argmax(-1) == c.targets)[ex, pos]
+        for layer, (view, block) in enumerate(zip(c.views, model.blocks)):
             rows = view.weights[ex, :, pos]                            # [Q, H, T]
             T = rows.shape[-1]
             causal = torch.arange(T, device=rows.device)[None, None, :] <= pos[:, None, None]
@@ -67,7 +66,7 @@ def attention_sharpness(model, inputs: torch.Tensor, targets: torch.Tensor, answ
             frame = pd.DataFrame({
                 "layer": layer, "mixer": mixer_name(block),
                 "head": torch.arange(H).repeat(len(ex)).numpy(),
-                "example": (lo + ex).repeat_interleave(H).cpu().numpy(),
+                "example": (c.lo + ex).repeat_interleave(H).cpu().numpy(),
                 "position": pos.repeat_interleave(H).cpu().numpy(),
                 "context": context.repeat_interleave(H).cpu().numpy(),
                 "correct": correct.repeat_interleave(H).cpu().numpy(),
@@ -103,3 +102,47 @@ def by_context(df: pd.DataFrame, bins: int = 8) -> pd.DataFrame:
     out = df.groupby(["layer", "head", edges], observed=True)[COLUMNS].mean().reset_index()
     out["context"] = out["context"].map(lambda iv: float(iv.mid))
     return out
+
+
+@run_analysis("sharpness")
+def sharpness_analysis(inp: AnalysisInput) -> dict:
+    """Per layer and head, the layer and head that read the answers, one query's attention row
+    there, and sharpness against context length."""
+    sharp = attention_sharpness(inp.model, inp.inputs, inp.targets, inp.answers, chunks=inp.chunks)
+    out: dict = {"sharpness": summarize(sharp)}
+    best = retrieval_layer(out["sharpness"])
+    if best is not None:
+        out["retrieval_layer"] = {"layer": int(best["layer"]), "head": int(best["head"])}
+        out["example"] = _example(inp.model, inp.inputs, inp.targets, inp.answers, int(best["layer"]), int(best["head"]))
+    out["sharpness_by_context"] = by_context(sharp).to_dict("records")
+    return out
+
+
+MAX_EXAMPLE_LEN = 2048  # longest attention row kept for the report
+
+
+def _example(model, inputs, targets, answers, layer: int, head: int) -> dict | None:
+    """One graded query of the first example that has one, at the retrieval layer and head: its
+    attention row, where the answer was, and the Gram matrix of the keys where answers are read."""
+    from .interference import gram
+
+    for b in range(inputs.shape[0]):
+        found = answer_positions(inputs[b:b + 1], targets[b:b + 1], None if answers is None else answers[b:b + 1])[0]
+        graded = ((targets[b] != IGNORE) & (found >= 0)).nonzero().flatten()
+        if graded.numel():
+            break
+    else:
+        return None
+    t = int(graded[-1])
+    if t + 1 > MAX_EXAMPLE_LEN:
+        return None
+    _, views = attention_views(model, inputs[b:b + 1])
+    view = views[layer]
+    row = view.weights[0, head, t, :t + 1].float()
+    reach = answer_reach(model)
+    offset = int(torch.stack([row[min(int(found[t]) + o, t)].abs() for o in range(reach)]).argmax())
+    written = (found[graded] + offset).clamp(max=inputs.shape[1] - 1).unique()
+    return {"layer": layer, "head": head, "query_position": t, "answer_position": int(found[t]),
+            "reach": reach, "weights": [round(float(w), 5) for w in row],
+            "gram": [[round(float(g), 4) for g in r] for r in gram(view.keys[0, head, written].float())],
+            "key_positions": written.tolist()}

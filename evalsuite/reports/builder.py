@@ -20,9 +20,9 @@ from evalsuite.records import METRICS, SELECT_RATE_BY, RunRecord
 from evalsuite.train import convergence_note
 
 from . import plots
+from .sections import ReportData, sections
 
 PLOT_FORMATS = ("png", "svg")
-MAX_MODEL_PANELS = 6  # attention maps and Gram matrices: one per model label, at most this many
 
 _env = jinja2.Environment(
     loader=jinja2.PackageLoader("evalsuite.reports", "templates"),
@@ -95,47 +95,6 @@ def _aggregate(runs: list[RunRecord], name: str):
     return METRICS[name].reduce([r.metrics.get(name) for r in runs])
 
 
-def _scaling_plots(summary: list[dict], slices: pd.DataFrame, fmt: str) -> list[dict]:
-    """Zoology-style: accuracy against width, pairs and length, one line per model (state size is
-    in the capacity section)."""
-    df = pd.DataFrame([r for r in summary if r["accuracy"] is not None])
-    out = []
-    if df.empty:
-        return out
-    for x, label, logx in (("d_model", "model width d_model", True),):
-        for task, part in df.groupby("task"):
-            part = _distinguish(part, ("pairs", "seq_len"))
-            if part[x].nunique() > 1:
-                out.append({"title": f"{task}: accuracy against {label}",
-                            "uri": plots.lines(part, x, "accuracy", "model", title=f"{task}: accuracy vs {label}",
-                                               xlabel=label, logx=logx, fmt=fmt)})
-    for key, label in (("num_kv_pairs", "number of pairs"), ("seq_len", "sequence length")):
-        if slices.empty or key not in slices:
-            continue
-        for task, part in slices.dropna(subset=[key]).groupby("task"):
-            part = _distinguish(part, ("d_model",))
-            if part[key].nunique() > 1:
-                out.append({"title": f"{task}: accuracy against {label}",
-                            "uri": plots.lines(part, key, "accuracy", "model", title=f"{task}: accuracy vs {label}",
-                                               xlabel=label, logx=True, fmt=fmt)})
-    return out
-
-
-def _distinguish(df: pd.DataFrame, keys) -> pd.DataFrame:
-    """Name the settings that vary within a plot in its line labels (so D=4 and D=16 are two lines)."""
-    df = df.copy()
-    for key in keys:
-        if key in df and df[key].nunique() > 1:
-            df["model"] = df["model"] + f" {key}=" + df[key].map(_short)
-    return df
-
-
-def _short(value) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
-
-
 def _slices(runs: list[RunRecord], best: set[str]) -> pd.DataFrame:
     """Per-slice test accuracies of the best run of each configuration (best learning rate)."""
     rows = []
@@ -146,136 +105,6 @@ def _slices(runs: list[RunRecord], best: set[str]) -> pd.DataFrame:
             rows.append({"task": r.config["task"]["name"], "model": model_label(r.config), "run_id": r.run_id,
                          "d_model": r.config["model"]["d_model"], **s})
     return pd.DataFrame(rows)
-
-
-def _needle(slices: pd.DataFrame, fmt: str) -> list[dict]:
-    if slices.empty or "depth_bin" not in slices:
-        return []
-    out = []
-    for model, part in slices[slices.task == "needle"].dropna(subset=["depth_bin"]).groupby("model"):
-        grid = part.pivot_table(index="depth_bin", columns="seq_len", values="accuracy", aggfunc="mean")
-        grid.index = [f"{10 * int(d)}-{10 * int(d) + 10}%" for d in grid.index]
-        out.append({"title": f"needle: {model}", "uri": plots.heatmap(
-            grid, title=f"needle in a haystack: {model}", xlabel="context length", ylabel="needle depth",
-            vmin=0, vmax=1, cmap="RdYlGn", fmt=fmt)})
-    return out
-
-
-def _capacity(slices: pd.DataFrame, summary: list[dict], probes: pd.DataFrame | None, fmt: str) -> dict:
-    from evalsuite.analysis import half_point, knee
-
-    section: dict = {"plots": [], "table": []}
-    if probes is not None and not probes.empty:
-        for (setting, trained), part in probes.groupby(["setting", "trained"]):
-            knees = {}
-            for mem, m in part.groupby("memory"):
-                k = knee(m)
-                section["table"].append({"source": f"probe ({'trained' if trained else 'analytic'}, setting {setting})",
-                                         "model": mem, "d_key": int(m.d_key.iloc[0]), "knee": k,
-                                         "half": half_point(m), "max_pairs": int(m.pairs.max())})
-                if k:
-                    knees[mem] = (k, float(m[m.pairs == k].accuracy.iloc[0]))
-            kind = "trained" if trained else "analytic"
-            section["plots"].append({"title": f"capacity probe ({kind}, setting {setting})", "uri": plots.lines(
-                part, "pairs", "accuracy", "memory", title=f"capacity probe ({kind}, setting {setting})",
-                xlabel="stored pairs S", logx=True, knees=knees, fmt=fmt)})
-    if not slices.empty and "num_kv_pairs" in slices:
-        part = _distinguish(slices.dropna(subset=["num_kv_pairs"]), ("d_model",))
-        if part.num_kv_pairs.nunique() > 1:
-            knees = {}
-            for model, m in part.groupby("model"):
-                curve = m.groupby("num_kv_pairs").accuracy.mean().reset_index().rename(columns={"num_kv_pairs": "pairs"})
-                k = knee(curve)
-                section["table"].append({"source": "trained models (test slices)", "model": model, "d_key": None,
-                                         "knee": k, "half": half_point(curve), "max_pairs": int(curve.pairs.max())})
-                if k:
-                    knees[model] = (k, float(curve[curve.pairs == k].accuracy.iloc[0]))
-            section["plots"].append({"title": "accuracy against stored pairs (trained models)", "uri": plots.lines(
-                part, "num_kv_pairs", "accuracy", "model", title="trained models: accuracy vs pairs",
-                xlabel="key-value pairs in context", logx=True, knees=knees, fmt=fmt)})
-    states = pd.DataFrame([r for r in summary if r["accuracy"] is not None and r["state_size"]])
-    if not states.empty and len(states) > 1:
-        states = _distinguish(states, ("task", "pairs"))
-        section["plots"].append({"title": "accuracy against state size", "uri": plots.lines(
-            states, "state_size", "accuracy", "model", title="accuracy vs state size (floats per sequence)",
-            xlabel="state size", logx=True, fmt=fmt)})
-    return section
-
-
-def _best_per_model(runs: list[RunRecord]) -> list[dict]:
-    """The best done run of each model label that carries an analysis, best accuracy first."""
-    best: dict[str, RunRecord] = {}
-    for r in runs:
-        if not r.ok or "sharpness" not in (r.metrics.get("analysis") or {}):
-            continue
-        label = f"{model_label(r.config)} on {r.config['task']['name']}"
-        if label not in best or r.metrics["accuracy"] > best[label].metrics["accuracy"]:
-            best[label] = r
-    return [dict(label=k, run=v) for k, v in list(best.items())[:MAX_MODEL_PANELS]]
-
-
-def _interference(runs: list[RunRecord], fmt: str) -> dict:
-    section: dict = {"plots": [], "table": []}
-    rows, by_keys = [], []
-    for r in runs:
-        a = r.metrics.get("analysis") or {} if r.ok else {}
-        for row in a.get("interference", []):
-            rows.append({"run": r.run_id, "model": model_label(r.config), "task": r.config["task"]["name"],
-                         **row})
-        for row in a.get("interference_by_keys", []):
-            by_keys.append({"model": f"{model_label(r.config)} L{row['layer']}H{row['head']}", **row})
-    section["table"] = rows
-    for item in _best_per_model(runs):
-        ex = item["run"].metrics["analysis"].get("example")
-        if ex and ex.get("gram"):
-            grid = pd.DataFrame(ex["gram"], index=ex["key_positions"], columns=ex["key_positions"])
-            section["plots"].append({"title": f"key Gram matrix: {item['label']}", "uri": plots.heatmap(
-                grid, title=f"key cosines, layer {ex['layer']} head {ex['head']}: {item['label']}",
-                xlabel="key position", ylabel="key position", vmin=-1, vmax=1, cmap="vlag", center=0, fmt=fmt)})
-    keys = pd.DataFrame(by_keys)
-    if not keys.empty and keys.n_keys.nunique() > 1:
-        for col, label in (("coherence_mean", "mean |cosine| between keys"), ("effective_rank", "effective rank of keys")):
-            section["plots"].append({"title": f"{label} against keys", "uri": plots.lines(
-                keys, "n_keys", col, "model", title=f"{label} vs number of keys", xlabel="stored keys",
-                ylabel=label, target=False, fmt=fmt)})
-    df = pd.DataFrame(rows)
-    if not df.empty:
-        df["layer/head"] = "L" + df.layer.astype(str) + "H" + df["head"].astype(str)
-        section["plots"].append({"title": "cross-talk per layer and head", "uri": plots.bars(
-            df, "layer/head", "crosstalk_median", "model", title="median cross-talk |noise| / |signal|",
-            ylabel="cross-talk (log scale)", logy=True, fmt=fmt)})
-    return section
-
-
-def _sharpness(runs: list[RunRecord], fmt: str) -> dict:
-    section: dict = {"plots": [], "table": []}
-    rows, ctx = [], []
-    for r in runs:
-        a = r.metrics.get("analysis") or {} if r.ok else {}
-        for row in a.get("sharpness", []):
-            rows.append({"run": r.run_id, "model": model_label(r.config), "task": r.config["task"]["name"], **row})
-        for row in a.get("sharpness_by_context", []):
-            ctx.append({"model": f"{model_label(r.config)} L{row['layer']}H{row['head']}", **row})
-    section["table"] = rows
-    df = pd.DataFrame(rows)
-    if not df.empty:
-        df["layer/head"] = "L" + df.layer.astype(str) + "H" + df["head"].astype(str)
-        for col, label in (("entropy", "entropy of the weights (nats)"), ("answer_mass", "weight on the answer")):
-            section["plots"].append({"title": label, "uri": plots.bars(
-                df, "layer/head", col, "model", title=f"{label}, per layer and head", ylabel=label, fmt=fmt)})
-    c = pd.DataFrame(ctx)
-    if not c.empty and c.context.nunique() > 1:
-        section["plots"].append({"title": "normalised entropy against context length", "uri": plots.lines(
-            c, "context", "norm_entropy", "model", title="entropy / log(context) vs context length",
-            xlabel="context length at the query", ylabel="normalised entropy", target=False, fmt=fmt)})
-    for item in _best_per_model(runs):
-        ex = item["run"].metrics["analysis"].get("example")
-        if ex:
-            section["plots"].append({"title": f"one query's attention: {item['label']}", "uri": plots.attention_row(
-                ex["weights"], answer=ex["answer_position"], reach=ex["reach"], query=ex["query_position"],
-                title=f"{item['label']}: layer {ex['layer']} head {ex['head']}, query at {ex['query_position']}",
-                fmt=fmt)})
-    return section
 
 
 def _json_for_script(data) -> str:
@@ -310,14 +139,12 @@ def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes
     slices = _slices(runs, {row["anchor"] for row in summary})
     views = [_view(r) for r in runs]  # what the template shows of each run
     raw = _clean([r.model_dump(mode="json", exclude={"history"}) for r in runs])
+    data = ReportData(runs, summary, slices, probes)
+    built = [(section, section.build(data, plot_format)) for section in sections()]
     context = dict(
         title=title, preamble=preamble, runs=views, summary=summary,
         failed=[v for v in views if v["status"] != "done"],
-        scaling=_scaling_plots(summary, slices, plot_format),
-        needle=_needle(slices, plot_format),
-        capacity=_capacity(slices, summary, probes, plot_format),
-        interference=_interference(runs, plot_format),
-        sharpness=_sharpness(runs, plot_format),
+        sections=[{"id": s.id, "title": s.title, "template": s.template, "data": d} for s, d in built if d],
         raw_json=_json_for_script({"runs": raw, "probes": None if probes is None else _clean(probes.to_dict("records"))}),
     )
     return _env.get_template("report.html.j2").render(**context)

@@ -1,0 +1,82 @@
+"""Run analyses: what every finished run records under ``metrics["analysis"]``.
+
+A run analysis is a function of one ``AnalysisInput`` that returns a dict of JSON-able results,
+registered with ``@run_analysis("name")`` in any module of ``evalsuite.analysis`` (modules are
+discovered, so a new analysis is one new file). ``summary`` runs them all on the first
+``ANALYSIS_EXAMPLES`` test examples and merges their dicts. They share one pass over the graded
+positions (``AnalysisInput.chunks``: logits, attention views and answer positions per chunk of
+examples, computed once). An analysis that needs what a mixer does not expose (its attention
+weights) raises ``NotImplementedError``; the run records why under ``unavailable``.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from .attention import Chunk, graded_chunks
+
+ANALYSIS_EXAMPLES = 256  # test examples each run analyses (T x T matrices per layer: keep it small)
+RUN_ANALYSES: dict[str, Callable[["AnalysisInput"], dict]] = {}
+
+
+def run_analysis(name: str):
+    """Register ``fn(AnalysisInput) -> dict`` as a run analysis."""
+
+    def add(fn):
+        if name in RUN_ANALYSES and RUN_ANALYSES[name] is not fn:
+            raise ValueError(f"run analysis {name!r} is already registered to {RUN_ANALYSES[name]!r}")
+        RUN_ANALYSES[name] = fn
+        return fn
+
+    return add
+
+
+@dataclass
+class AnalysisInput:
+    model: torch.nn.Module
+    inputs: torch.Tensor               # [n, T]
+    targets: torch.Tensor              # [n, T]
+    answers: torch.Tensor | None = None
+    _chunks: list[Chunk] | None = field(default=None, repr=False)
+
+    @property
+    def chunks(self) -> list[Chunk]:
+        """The pass over graded positions, made on first use and shared by every analysis."""
+        if self._chunks is None:
+            self._chunks = list(graded_chunks(self.model, self.inputs, self.targets, self.answers))
+        return self._chunks
+
+    @property
+    def predictions(self) -> torch.Tensor:
+        """``[n, T]`` argmax predictions (from the shared pass when it was made; every mixer has these)."""
+        if self._chunks is not None:
+            return torch.cat([c.logits.argmax(-1) for c in self._chunks])
+        return torch.cat([self.model(self.inputs[lo:lo + 32]).argmax(-1) for lo in range(0, len(self.inputs), 32)])
+
+
+def _discover() -> None:
+    from evalsuite import analysis
+
+    for module in pkgutil.iter_modules(analysis.__path__):
+        importlib.import_module(f"evalsuite.analysis.{module.name}")
+
+
+@torch.no_grad()
+def summary(model, inputs: torch.Tensor, targets: torch.Tensor, max_examples: int = ANALYSIS_EXAMPLES,
+            answers: torch.Tensor | None = None) -> dict:
+    """Every registered run analysis on the first ``max_examples`` examples, merged."""
+    _discover()
+    model.eval()
+    inp = AnalysisInput(model, inputs[:max_examples], targets[:max_examples],
+                        None if answers is None else answers[:max_examples])
+    out: dict = {"examples": int(inp.inputs.shape[0])}
+    for name, fn in RUN_ANALYSES.items():
+        try:
+            out.update(fn(inp))
+        except NotImplementedError as exc:  # e.g. a mixer that exposes no attention weights
+            out.setdefault("unavailable", str(exc))
+    return out

@@ -1,0 +1,57 @@
+"""Capacity: probe curves and trained models against stored pairs, knees marked; accuracy against state size."""
+from __future__ import annotations
+
+import pandas as pd
+
+from evalsuite.reports import plots
+
+from . import ReportData, Section, _distinguish
+
+
+class Capacity(Section):
+    id, title, order = "capacity", "Capacity", 30
+
+    def build(self, data: ReportData, fmt: str) -> dict | None:
+        section = _capacity(data.slices, data.summary, data.probes, fmt)
+        return section if section["plots"] else None
+
+
+def _capacity(slices: pd.DataFrame, summary: list[dict], probes: pd.DataFrame | None, fmt: str) -> dict:
+    from evalsuite.analysis import half_point, knee
+
+    section: dict = {"plots": [], "table": []}
+    if probes is not None and not probes.empty:
+        for (setting, trained), part in probes.groupby(["setting", "trained"]):
+            knees = {}
+            for mem, m in part.groupby("memory"):
+                k = knee(m)
+                section["table"].append({"source": f"probe ({'trained' if trained else 'analytic'}, setting {setting})",
+                                         "model": mem, "d_key": int(m.d_key.iloc[0]), "knee": k,
+                                         "half": half_point(m), "max_pairs": int(m.pairs.max())})
+                if k:
+                    knees[mem] = (k, float(m[m.pairs == k].accuracy.iloc[0]))
+            kind = "trained" if trained else "analytic"
+            section["plots"].append({"title": f"capacity probe ({kind}, setting {setting})", "uri": plots.lines(
+                part, "pairs", "accuracy", "memory", title=f"capacity probe ({kind}, setting {setting})",
+                xlabel="stored pairs S", logx=True, knees=knees, fmt=fmt)})
+    if not slices.empty and "num_kv_pairs" in slices:
+        part = _distinguish(slices.dropna(subset=["num_kv_pairs"]), ("d_model",))
+        if part.num_kv_pairs.nunique() > 1:
+            knees = {}
+            for model, m in part.groupby("model"):
+                curve = m.groupby("num_kv_pairs").accuracy.mean().reset_index().rename(columns={"num_kv_pairs": "pairs"})
+                k = knee(curve)
+                section["table"].append({"source": "trained models (test slices)", "model": model, "d_key": None,
+                                         "knee": k, "half": half_point(curve), "max_pairs": int(curve.pairs.max())})
+                if k:
+                    knees[model] = (k, float(curve[curve.pairs == k].accuracy.iloc[0]))
+            section["plots"].append({"title": "accuracy against stored pairs (trained models)", "uri": plots.lines(
+                part, "num_kv_pairs", "accuracy", "model", title="trained models: accuracy vs pairs",
+                xlabel="key-value pairs in context", logx=True, knees=knees, fmt=fmt)})
+    states = pd.DataFrame([r for r in summary if r["accuracy"] is not None and r["state_size"]])
+    if not states.empty and len(states) > 1:
+        states = _distinguish(states, ("task", "pairs"))
+        section["plots"].append({"title": "accuracy against state size", "uri": plots.lines(
+            states, "state_size", "accuracy", "model", title="accuracy vs state size (floats per sequence)",
+            xlabel="state size", logx=True, fmt=fmt)})
+    return section
