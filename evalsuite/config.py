@@ -181,12 +181,11 @@ def resolve(task: str, model: str, *, preset: str = "default", overrides: Iterab
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
         raise ConfigError(f"--seed: must be an integer from 0 to {MAX_SEED}, got {seed!r}")
     task_cls, mixer_cls = _task_class(task), _mixer_class(model)
-    task_preset = dict(task_cls.presets.get(preset, {}))
-    base = task_preset.pop("preset_base", preset)
     if preset not in PRESETS and preset not in task_cls.presets:
         available = sorted(set(PRESETS) | set(task_cls.presets))
         raise ConfigError(f"--preset: unknown preset {preset!r} for task {task!r}; available: {', '.join(available)}")
-    general = PRESETS.get(base, PRESETS["default"])
+    task_preset = dict(task_cls.presets.get(preset, {}))
+    general = PRESETS[preset_base(task_cls, preset)]
     sections = {
         "task": task_preset,
         "model": dict(general.get("model", {})),
@@ -315,6 +314,15 @@ def require_memory(need: int, what: str, detail: str) -> None:
                       f"use smaller sizes, or set {MEMORY_CHECK_ENV}=off to try anyway")
 
 
+def preset_base(task_cls, preset: str) -> str:
+    """The global preset whose model and train settings a task preset runs with (no fallback)."""
+    base = task_cls.preset_bases.get(preset, preset)
+    if base not in PRESETS:
+        raise ConfigError(f"--preset: task {task_cls.name!r} preset {preset!r} names no model and train settings: "
+                          f"add it to {task_cls.__name__}.preset_bases (one of {', '.join(PRESETS)})")
+    return base
+
+
 def _resolve_task(name: str, task_cls, params: dict) -> tuple[dict, dict[str, list]]:
     """Validate the task's parameters and its optional segments.
 
@@ -377,7 +385,6 @@ def resolve_task(task: str, *, preset: str = "default", overrides: Iterable[str]
     if preset not in task_cls.presets:
         raise ConfigError(f"--preset: task {task!r} has no preset {preset!r}; available: {', '.join(task_cls.presets)}")
     params = dict(task_cls.presets[preset])
-    params.pop("preset_base", None)
     sections: dict[str, dict] = {"task": params, "model": {}, "train": {}}
     apply_overrides(sections, overrides, {"task": set(task_cls.Params.model_fields), "model": set(), "train": set()})
     section, objs = _resolve_task(task, task_cls, sections["task"])

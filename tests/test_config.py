@@ -62,3 +62,15 @@ def test_parse_value():
     assert cfg.parse_value("true") is True
     assert cfg.parse_value("null") is None
     assert cfg.parse_value("elu1") == "elu1"
+
+
+def test_every_task_preset_names_its_model_and_train_settings(monkeypatch):
+    from evalsuite import tasks
+
+    for name, cls in tasks.TASKS.items():
+        for preset in cls.presets:
+            assert cfg.preset_base(cls, preset) in cfg.PRESETS, (name, preset)
+    recall = tasks.TASKS.get("recall")
+    monkeypatch.setitem(recall.presets, "orphan", dict(seq_len=64))  # neither global nor in preset_bases
+    with pytest.raises(cfg.ConfigError, match="preset 'orphan' names no model and train settings"):
+        cfg.resolve("recall", "linear", preset="orphan")

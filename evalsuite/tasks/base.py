@@ -90,6 +90,9 @@ class Task:
     # preset name -> parameter overrides; "default" must fit a laptop CPU
     presets: ClassVar[dict[str, dict]] = {}
     # per-example metadata keys that accuracy is broken down by
+    # the model and train preset (``config.PRESETS``) that each task preset runs with: its own name
+    # when a global preset has it, else the one named here (resolving refuses a preset with neither)
+    preset_bases: ClassVar[dict[str, str]] = {}
     slice_keys: ClassVar[tuple[str, ...]] = ()
     # the task's chance floor, in words (``context_chance`` computes it)
     chance_rule: ClassVar[str] = "majority class: always answer the most common test target"

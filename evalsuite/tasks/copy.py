@@ -28,6 +28,7 @@ class Copy(Task):
         "tiny": dict(num_symbols=4, min_len=2, max_len=5, seq_len=12),
         "paper": dict(num_symbols=10, min_len=32, max_len=62, seq_len=128),
     }
+    preset_bases = {"paper": "default"}  # model and train settings of each preset not named like a global one
     slice_keys = ("length",)
     chance_rule = "a random symbol of the word (the closing separator counts as missed)"
 
@@ -85,6 +86,7 @@ class SelectiveCopy(Task):
         "mad": dict(vocab_size=16, seq_len=256, num_tokens=16),
         "mamba": dict(vocab_size=16, seq_len=4096, num_tokens=16),
     }
+    preset_bases = {"mad": "default", "mamba": "default"}
     slice_keys = ("seq_len",)
     chance_rule = "a random distinct data token of the context"
 

@@ -82,6 +82,7 @@ class ListOps(Task):
         "tiny": dict(max_depth=3, max_args=3, min_length=4, max_length=24),
         "lra": dict(max_depth=10, max_args=10, min_length=500, max_length=2000),
     }
+    preset_bases = {"lra": "default"}  # LRA's model differs; the default model and train settings
     slice_keys = ("length_bin",)
     chance_rule = "majority class: always answer the most common test label"
 

@@ -45,10 +45,11 @@ class Needle(Task):
     presets = {
         "default": dict(seq_len=128),
         "tiny": dict(seq_len=24, num_keys=8, num_values=8, filler_vocab=8),
-        "multikey": dict(preset_base="default", seq_len=256, num_distractors=3),
-        "multivalue": dict(preset_base="default", seq_len=256, values_per_key=2),
-        "multiquery": dict(preset_base="default", seq_len=256, num_queries=2, num_distractors=2),
+        "multikey": dict(seq_len=256, num_distractors=3),
+        "multivalue": dict(seq_len=256, values_per_key=2),
+        "multiquery": dict(seq_len=256, num_queries=2, num_distractors=2),
     }
+    preset_bases = {"multikey": "default", "multivalue": "default", "multiquery": "default"}
     slice_keys = ("seq_len", "depth_bin")
     chance_rule = "a random distinct needle value of the context (1 with a single needle)"
 

@@ -39,10 +39,11 @@ class MQAR(Task):
         "tiny": dict(vocab_size=64, seq_len=32, num_kv_pairs=4),
         # Zoology figure 2: V = 8192, (T, D) in (64,4) (128,8) (256,16) (512,64), random filler
         "zoology": dict(vocab_size=8192, seq_len=64, num_kv_pairs=4, random_non_queries=True),
-        "zoology-128": dict(preset_base="zoology", vocab_size=8192, seq_len=128, num_kv_pairs=8, random_non_queries=True),
-        "zoology-256": dict(preset_base="zoology", vocab_size=8192, seq_len=256, num_kv_pairs=16, random_non_queries=True),
-        "zoology-512": dict(preset_base="zoology", vocab_size=8192, seq_len=512, num_kv_pairs=64, random_non_queries=True),
+        "zoology-128": dict(vocab_size=8192, seq_len=128, num_kv_pairs=8, random_non_queries=True),
+        "zoology-256": dict(vocab_size=8192, seq_len=256, num_kv_pairs=16, random_non_queries=True),
+        "zoology-512": dict(vocab_size=8192, seq_len=512, num_kv_pairs=64, random_non_queries=True),
     }
+    preset_bases = {"zoology-128": "zoology", "zoology-256": "zoology", "zoology-512": "zoology"}
     slice_keys = ("num_kv_pairs", "seq_len")
     chance_rule = "1/D: answering one of the D values of the context at random"
 

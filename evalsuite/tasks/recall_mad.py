@@ -33,8 +33,9 @@ class MadRecall(Task):
         "default": dict(vocab_size=16, seq_len=64),
         "tiny": dict(vocab_size=8, seq_len=16),
         "mad": dict(vocab_size=16, seq_len=128),
-        "mad-noisy": dict(preset_base="default", vocab_size=16, seq_len=128, noise_fraction=0.2),
+        "mad-noisy": dict(vocab_size=16, seq_len=128, noise_fraction=0.2),
     }
+    preset_bases = {"mad": "default", "mad-noisy": "default"}
     slice_keys = ("seq_len",)
     chance_rule = "a random distinct value of the context so far"
 

@@ -29,13 +29,31 @@ def _scaling_plots(summary: list[dict], slices: pd.DataFrame, fmt: str) -> list[
                 out.append({"title": f"{task}: accuracy against {label}",
                             "uri": plots.lines(part, x, "accuracy", "model", title=f"{task}: accuracy vs {label}",
                                                xlabel=label, logx=logx, fmt=fmt)})
-    for key, label in (("num_kv_pairs", "number of pairs"), ("seq_len", "sequence length")):
-        if slices.empty or key not in slices:
-            continue
-        for task, part in slices.dropna(subset=[key]).groupby("task"):
-            part = _distinguish(part, ("d_model",))
+    if slices.empty:
+        return out
+    for task, rows in slices.groupby("task"):
+        for key in _plotted_keys(task):  # the task's own slice keys: a new task needs no change here
+            if key not in rows:
+                continue
+            part = _distinguish(rows.dropna(subset=[key]), ("d_model",))
             if part[key].nunique() > 1:
+                label = AXIS_LABELS.get(key, key.replace("_", " "))
                 out.append({"title": f"{task}: accuracy against {label}",
                             "uri": plots.lines(part, key, "accuracy", "model", title=f"{task}: accuracy vs {label}",
                                                xlabel=label, logx=True, fmt=fmt)})
     return out
+
+
+AXIS_LABELS = {"num_kv_pairs": "number of pairs", "seq_len": "sequence length"}
+
+
+def _plotted_keys(task: str) -> tuple[str, ...]:
+    """A task's numeric slice keys (``Task.slice_keys``; ``*_bin`` keys are categories, for their own
+    sections such as the needle's heat map)."""
+    from evalsuite.registry import UnknownName
+    from evalsuite.tasks import TASKS
+
+    try:
+        return tuple(k for k in TASKS.get(task).slice_keys if not k.endswith("_bin"))
+    except UnknownName:
+        return ()
