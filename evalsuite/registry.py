@@ -16,6 +16,7 @@ import difflib
 import hashlib
 import importlib
 import importlib.util
+import pkgutil
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -113,9 +114,12 @@ def resolve_attr(ref: str) -> Any:
 class Registry:
     """Maps names to objects of one kind (``kind`` is used in messages)."""
 
-    def __init__(self, kind: str, builtin_modules: Iterable[str] = ()):
+    def __init__(self, kind: str, builtin_modules: Iterable[str] = (), builtin_package: str | None = None):
+        """``builtin_package``: every module of that package is imported on first use, so a new
+        built-in entry is one new file."""
         self.kind = kind
         self._builtin_modules = list(builtin_modules)
+        self._builtin_package = builtin_package
         self._builtins_loaded = False
         self._entries: dict[str, Any] = {}
 
@@ -135,7 +139,11 @@ class Registry:
     def _load(self) -> None:
         if not self._builtins_loaded:
             self._builtins_loaded = True
-            for module in self._builtin_modules:
+            modules = list(self._builtin_modules)
+            if self._builtin_package:
+                package = importlib.import_module(self._builtin_package)
+                modules += [f"{package.__name__}.{m.name}" for m in pkgutil.iter_modules(package.__path__)]
+            for module in modules:
                 importlib.import_module(module)
         load_plugins()
 
