@@ -25,7 +25,7 @@ def steps_per_second(model_name: str, conv_kernel: int, steps: int, device: torc
     torch.manual_seed(0)
     model = cfg.build_model(config["model"], 256).to(device)
     data = tasks.get("recall", **{k: v for k, v in config["task"].items() if k != "name"}).generate(64 * 32, 0)
-    optimizer = make_optimizer(model, config["train"], device)
+    optimizer = make_optimizer(model, cfg.TrainConfig(**config["train"]), device)
     autocast = autocast_for(device, "auto")
     batches = [data[i * 64:(i + 1) * 64].to(device) for i in range(32)]
     for i in range(10):  # warm-up

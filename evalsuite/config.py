@@ -5,6 +5,7 @@ sorted) together with its seed; the store caches and resumes by it.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -16,6 +17,7 @@ from pydantic import ConfigDict, Field, ValidationError
 from evalsuite import models as model_zoo
 from evalsuite import tasks as task_zoo
 from evalsuite.errors import UserError
+from evalsuite.models import ModelConfig, ModelSpec
 from evalsuite.params import MAX_SEED, Params
 from evalsuite.registry import UnknownName
 from evalsuite.records import TARGET_ACCURACY
@@ -28,16 +30,6 @@ MEMORY_CHECK_ENV = "EVALSUITE_MEMORY_CHECK"  # "off": try sizes that the estimat
 
 class ConfigError(UserError):
     """Invalid user input; the message names the parameter and what is allowed."""
-
-
-class ModelConfig(Params):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    d_model: int = Field(64, ge=1, description="model width")
-    n_layers: int = Field(2, ge=1, description="number of blocks")
-    n_heads: int = Field(1, ge=1, description="heads per mixer; must divide d_model")
-    feature_map: str | None = Field(None, description="feature map for linear mixers (name, module:Attr or file.py:Attr)")
-    feature_map_options: dict[str, Any] = Field(default_factory=dict, description='options of the feature map, e.g. {"nu": 2} for dpfp')
 
 
 class TrainConfig(Params):
@@ -201,16 +193,16 @@ def resolve(task: str, model: str, *, preset: str = "default", overrides: Iterab
     seq_lens = [t.seq_len for t in task_objs["train"]]
     vocab = max(t.vocab_size for ts in task_objs.values() for t in ts)
 
-    model_fields = {k: v for k, v in sections["model"].items() if k in ModelConfig.model_fields}
-    options = {k: v for k, v in sections["model"].items() if k not in ModelConfig.model_fields}
+    plugins, model = _plugin_files(sections["model"], model)
     try:
-        model_cfg = ModelConfig(**model_fields)
-        backbone, mixer_opts = model_zoo.split_options(model, options)
+        spec = ModelSpec.parse({"name": model, **sections["model"]})  # the one place a model section is split
     except ValidationError as err:
         raise ConfigError(_format_validation("model", err)) from None
+    backbone = spec.backbone
     if backbone.positions == "learned":
         if backbone.max_len is None:
             backbone = backbone.model_copy(update={"max_len": max(seq_lens)})
+            spec = dataclasses.replace(spec, backbone=backbone)
         for i, t in enumerate(task_objs["eval"]):
             if t.seq_len > backbone.max_len:
                 raise ConfigError(f"task.eval_segments[{i}]: length {t.seq_len} exceeds the model's {backbone.max_len} "
@@ -218,9 +210,9 @@ def resolve(task: str, model: str, *, preset: str = "default", overrides: Iterab
                                   f"(the short convolution supplies order)")
         if max(seq_lens) > backbone.max_len:
             raise ConfigError(f"model.max_len: {backbone.max_len} is shorter than the training length {max(seq_lens)}")
-    model_section = {"name": model, **model_cfg.model_dump(), **backbone.model_dump(), **mixer_opts.model_dump()}
-    plugins = _plugin_files(model_section)
-    n_params = _check_model_builds(model_section, vocab, mixer_cls)
+    n_params = _check_model_builds(spec, vocab, mixer_cls)
+    model_section = spec.section()
+    model_cfg = spec.base
 
     try:
         train_cfg = TrainConfig(**sections["train"])
@@ -242,24 +234,28 @@ def resolve(task: str, model: str, *, preset: str = "default", overrides: Iterab
     return config
 
 
-def _plugin_files(model_section: dict) -> dict[str, str]:
-    """``file.py:Attr`` references of the model and feature map, made absolute in place (a run can
-    be analysed from any folder), with the SHA-256 of each file's contents."""
+def _plugin_files(model_options: dict, model: str) -> tuple[dict[str, str], str]:
+    """``file.py:Attr`` references of the model and feature map made absolute (a run can be
+    analysed from any folder; the feature map in ``model_options``), with the SHA-256 of each
+    file's contents: ``(digests, model)``."""
     from evalsuite.registry import file_digest, file_ref
 
     out = {}
-    for key in ("name", "feature_map"):
-        ref = file_ref(model_section.get(key))
-        if ref is None:
+    for key, ref in (("name", model), ("feature_map", model_options.get("feature_map"))):
+        found = file_ref(ref)
+        if found is None:
             continue
-        path, attr = ref
+        path, attr = found
         try:
             digest = file_digest(path)
         except OSError as exc:
             raise ConfigError(f"--{'model' if key == 'name' else 'feature-map'}: cannot read {path}: {exc.strerror}") from None
-        model_section[key] = f"{path}:{attr}"
+        if key == "feature_map":
+            model_options["feature_map"] = f"{path}:{attr}"
+        else:
+            model = f"{path}:{attr}"
         out[str(path)] = digest
-    return out
+    return out, model
 
 
 def _check_budget(train: "TrainConfig") -> None:
@@ -391,17 +387,17 @@ def resolve_task(task: str, *, preset: str = "default", overrides: Iterable[str]
     return section, objs["train"][0]
 
 
-def _check_model_builds(model_section: dict, vocab_size: int, mixer_cls) -> int:
+def _check_model_builds(spec: ModelSpec, vocab_size: int, mixer_cls) -> int:
     """Build the model without allocating memory to surface constraints (divisibility, maps);
     returns its number of parameters."""
     import torch
 
-    fmap = model_section["feature_map"]
+    fmap = spec.base.feature_map
     if fmap is not None and not mixer_cls.uses_feature_map:
-        raise ConfigError(f"model.feature_map: model {model_section['name']!r} uses no feature map (got {fmap!r})")
+        raise ConfigError(f"model.feature_map: model {spec.name!r} uses no feature map (got {fmap!r})")
     try:
         with torch.device("meta"):
-            return build_model(model_section, vocab_size).num_parameters()
+            return spec.build(vocab_size).num_parameters()
     except UnknownName as exc:
         raise ConfigError(f"--feature-map: {exc}") from None
     except (ValueError, TypeError) as exc:
@@ -409,11 +405,8 @@ def _check_model_builds(model_section: dict, vocab_size: int, mixer_cls) -> int:
 
 
 def build_model(model_section: dict, vocab_size: int):
-    opts = {k: v for k, v in model_section.items() if k not in ("name", *ModelConfig.model_fields)}
-    return model_zoo.build(model_section["name"], vocab_size=vocab_size, d_model=model_section["d_model"],
-                           n_layers=model_section["n_layers"], n_heads=model_section["n_heads"],
-                           feature_map=model_section["feature_map"],
-                           feature_map_options=model_section.get("feature_map_options"), **opts)
+    """The model of a canonical (stored) model section."""
+    return ModelSpec.parse(model_section).build(vocab_size)
 
 
 def canonical_json(config: dict) -> str:

@@ -91,7 +91,7 @@ def load_trained(store: Store, run_id: str):
         raise KeyError(f"run {run_id} is {row.status}" + (f" ({reason})" if reason else "")
                        + "; only finished runs have weights to analyse")
     config = row.config
-    data, _, tasks_ = make_data(config["task"], config["train"], config["seed"], splits=("test",),
+    data, _, tasks_ = make_data(config["task"], cfg.TrainConfig(**config["train"]), config["seed"], splits=("test",),
                                 cache_dir=store.cache_dir)
     model = cfg.build_model(config["model"], max(t.vocab_size for t in tasks_))
     model.load_state_dict(store.load_weights(row.run_id))

@@ -51,7 +51,7 @@ def split_seed(seed: int, split: str, segment: int = 0) -> int:
     return (3 * seed + SPLITS[split]) * MAX_SEGMENTS + segment
 
 
-def make_data(task_section: dict, train: dict, seed: int, splits=tuple(SPLITS),
+def make_data(task_section: dict, train: cfg.TrainConfig, seed: int, splits=tuple(SPLITS),
               cache_dir=None) -> tuple[dict[str, Batch], list[Batch], list]:
     """Train/val/test splits of the training mixture (or those in ``splits``), plus one test set
     per eval segment. ``cache_dir``: where slow generators may cache (see ``Task.generate``)."""
@@ -62,11 +62,11 @@ def make_data(task_section: dict, train: dict, seed: int, splits=tuple(SPLITS),
     total = sum(share for _, share in mixture)
     data = {}
     for split in splits:
-        n = train[f"num_{split}"]
+        n = getattr(train, f"num_{split}")
         counts = [max(1, round(n * share / total)) for _, share in mixture]
         data[split] = Batch.concat([task.generate(c, split_seed(seed, split, i), cache_dir)
                                     for i, ((task, _), c) in enumerate(zip(mixture, counts))])
-    evals = [task.generate(train["num_test"], split_seed(seed, "test", len(mixture) + i), cache_dir)
+    evals = [task.generate(train.num_test, split_seed(seed, "test", len(mixture) + i), cache_dir)
              for i, task in enumerate(objs["eval"])]
     return data, evals, [t for t, _ in mixture] + objs["eval"]
 
@@ -188,12 +188,12 @@ def lr_factor(total_steps: int, warmup_frac: float, schedule: str = "wsd", decay
     return factor
 
 
-def make_optimizer(model, train: dict, device: torch.device) -> torch.optim.Optimizer:
+def make_optimizer(model, train: cfg.TrainConfig, device: torch.device) -> torch.optim.Optimizer:
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
-    groups = [{"params": decay, "weight_decay": train["weight_decay"]}, {"params": no_decay, "weight_decay": 0.0}]
+    groups = [{"params": decay, "weight_decay": train.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     extra = {"fused": True} if device.type == "cuda" else {"foreach": True}
-    return torch.optim.AdamW(groups, lr=train["lr"], betas=(0.9, 0.98), **extra)
+    return torch.optim.AdamW(groups, lr=train.lr, betas=(0.9, 0.98), **extra)
 
 
 def train_step(model, optimizer, batch: Batch, grad_clip: float, autocast) -> float:
@@ -237,7 +237,7 @@ def train_run(config: dict, device: torch.device, progress: bool | None = None, 
 
 def _train(config: dict, device: torch.device, metrics: dict, history: list, progress: bool | None, cache_dir):
     """Fill ``metrics`` and ``history``; return the model at its best checkpoint and the test batch."""
-    train, seed = config["train"], config["seed"]
+    train, seed = cfg.TrainConfig(**config["train"]), config["seed"]  # typed: attributes, validated
     torch.manual_seed(seed)
     data, eval_sets, all_tasks = make_data(config["task"], train, seed, cache_dir=cache_dir)
     slice_keys = tuple(dict.fromkeys(k for t in all_tasks for k in t.slice_keys))
@@ -246,11 +246,11 @@ def _train(config: dict, device: torch.device, metrics: dict, history: list, pro
     metrics.update(parameters=model.num_parameters(), state_size=model.state_size(seq_len),
                           seq_len=seq_len)
 
-    batches_per_epoch = max(1, len(data["train"]) // train["batch_size"])
-    total_steps = max(1, int(round(train["epochs"] * batches_per_epoch)))
+    batches_per_epoch = max(1, len(data["train"]) // train.batch_size)
+    total_steps = max(1, int(round(train.epochs * batches_per_epoch)))
     optimizer = make_optimizer(model, train, device)
     schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lr_factor(total_steps, train["warmup_frac"], train["schedule"], train["decay_frac"]))
+        optimizer, lr_factor(total_steps, train.warmup_frac, train.schedule, train.decay_frac))
     shuffle = torch.Generator().manual_seed(seed)
     show = sys.stderr.isatty() if progress is None else progress
     bar = _progress_bar(total_steps, show, f"{config['model']['name']} on {config['task']['name']}")
@@ -265,18 +265,18 @@ def _train(config: dict, device: torch.device, metrics: dict, history: list, pro
         if step % batches_per_epoch == 0:
             order = torch.randperm(len(data["train"]), generator=shuffle)
         i = step % batches_per_epoch
-        batch = data["train"][order[i * train["batch_size"]:(i + 1) * train["batch_size"]]].to(device)
-        loss_value = train_step(model, optimizer, batch, train["grad_clip"], autocast_for(device, train["precision"]))
+        batch = data["train"][order[i * train.batch_size:(i + 1) * train.batch_size]].to(device)
+        loss_value = train_step(model, optimizer, batch, train.grad_clip, autocast_for(device, train.precision))
         schedule.step()
         step += 1
         if not math.isfinite(loss_value):
             raise Diverged(f"training loss became {loss_value} at step {step}")
         bar.update(1)
-        if train["resample_every"] and step % train["resample_every"] == 0:
+        if train.resample_every and step % train.resample_every == 0:
             resample_feature_maps(model)  # between steps: never inside a sequence
 
-        if step % train["eval_every"] == 0 or step == total_steps:
-            val = evaluate(model, data["val"], device, train["precision"])
+        if step % train.eval_every == 0 or step == total_steps:
+            val = evaluate(model, data["val"], device, train.precision)
             history.append({"step": step, "train_loss": loss_value, "val_loss": val["loss"],
                                    "val_accuracy": val["accuracy"], "lr": schedule.get_last_lr()[0]})
             bar.set_postfix(loss=f"{loss_value:.3f}", val_acc=f"{val['accuracy']:.3f}")
@@ -285,19 +285,19 @@ def _train(config: dict, device: torch.device, metrics: dict, history: list, pro
                 evals_without_gain = 0
             else:
                 evals_without_gain += 1
-            if val["accuracy"] >= train["target_accuracy"]:
+            if val["accuracy"] >= train.target_accuracy:
                 break
-            if train["patience"] and evals_without_gain >= train["patience"]:
+            if train.patience and evals_without_gain >= train.patience:
                 break
     bar.close()
     train_time = time.perf_counter() - train_start
 
     if best["state"] is not None:
         model.load_state_dict(best["state"])  # report the checkpoint that validated best
-    test = evaluate(model, data["test"], device, train["precision"], slice_keys=slice_keys)
+    test = evaluate(model, data["test"], device, train.precision, slice_keys=slice_keys)
     slices = [{"split": "test", **s} for s in test.get("slices", [])]
     for i, eval_set in enumerate(eval_sets):
-        ev = evaluate(model, eval_set, device, train["precision"], slice_keys=slice_keys)
+        ev = evaluate(model, eval_set, device, train.precision, slice_keys=slice_keys)
         metrics[f"eval_{i}_accuracy"] = ev["accuracy"]
         slices.extend({"split": f"eval_{i}", **s}
                       for s in ev.get("slices") or [{"accuracy": ev["accuracy"], "graded": ev["graded"]}])
@@ -306,7 +306,7 @@ def _train(config: dict, device: torch.device, metrics: dict, history: list, pro
         accuracy=test["accuracy"], loss=test["loss"], graded=test["graded"], majority_rate=majority_rate(data["test"]),
         context_chance=head_task.context_chance(data["test"]), chance_rule=head_task.chance_rule,
         val_accuracy=best["accuracy"], best_step=best["step"], steps=step, budget_steps=total_steps,
-        **convergence(history, total_steps, train["target_accuracy"]), train_loss=loss_value,
+        **convergence(history, total_steps, train.target_accuracy), train_loss=loss_value,
         train_time_s=train_time, steps_per_s=step / max(train_time, 1e-9), slices=slices,
         state_bytes_fp32=state_size(model, seq_len)["bytes"])
     return model, data["test"]

@@ -207,7 +207,7 @@ def test_mixture_and_eval_segments():
     config = cfg.resolve("recall", "softmax", preset="tiny", overrides={
         "task.segments": [{"seq_len": 16, "num_kv_pairs": 2, "share": 3}, {"seq_len": 32, "num_kv_pairs": 4}],
         "task.eval_segments": [{"seq_len": 32, "num_kv_pairs": 8}], "model.max_len": 32, "train.num_train": 400})
-    data, evals, _ = make_data(config["task"], config["train"], 0)
+    data, evals, _ = make_data(config["task"], cfg.TrainConfig(**config["train"]), 0)
     pairs = data["train"].meta["num_kv_pairs"]
     assert (pairs == 2).sum() == 300 and (pairs == 4).sum() == 100
     assert data["train"].inputs.shape[1] == 32  # padded to the longest segment

@@ -5,6 +5,12 @@
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ConfigDict, Field
+
+from evalsuite.params import Params
 from evalsuite.registry import Registry
 
 MODELS = Registry("model", builtin_package=__name__)  # every module here; a new mixer is one new file
@@ -41,18 +47,70 @@ def split_options(name, options: dict) -> tuple[BackboneOptions, MixerOptions]:
     return backbone, mixer
 
 
+class ModelConfig(Params):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    d_model: int = Field(64, ge=1, description="model width")
+    n_layers: int = Field(2, ge=1, description="number of blocks")
+    n_heads: int = Field(1, ge=1, description="heads per mixer; must divide d_model")
+    feature_map: str | None = Field(None, description="feature map for linear mixers (name, module:Attr or file.py:Attr)")
+    feature_map_options: dict[str, Any] = Field(default_factory=dict, description='options of the feature map, e.g. {"nu": 2} for dpfp')
+
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model, validated once and carried typed: the registered name, its size (``base``), the
+    backbone's options and the mixer's own. ``section()`` is the canonical dict a run's config
+    stores; ``parse`` reads one back; ``build`` makes the module."""
+
+    name: str
+    base: ModelConfig
+    backbone: BackboneOptions
+    mixer: MixerOptions
+
+    @classmethod
+    def parse(cls, section: dict) -> "ModelSpec":
+        """Split a flat model section (``name``, size, backbone and mixer options) into typed parts;
+        pydantic ``ValidationError`` or ``ValueError`` (unknown option) on bad input."""
+        values = dict(section)
+        name = values.pop("name")
+        base = ModelConfig(**{k: values.pop(k) for k in list(values) if k in ModelConfig.model_fields})
+        backbone, mixer = split_options(name, values)
+        return cls(name, base, backbone, mixer)
+
+    def section(self) -> dict:
+        return {"name": self.name, **self.base.model_dump(), **self.backbone.model_dump(), **self.mixer.model_dump()}
+
+    def build(self, vocab_size: int) -> LanguageModel:
+        """The language model; each layer that takes a feature map gets its own."""
+        cls = mixer_class(self.name)
+        feature_map = self.base.feature_map
+        if feature_map is not None and not cls.uses_feature_map:
+            raise ValueError(f"model {self.name!r} takes no feature map (got {feature_map!r})")
+        if self.base.feature_map_options:
+            feature_map = MapSpec(feature_map or "elu1", dict(self.base.feature_map_options))
+        mixers = cls.build_layers(self.base.d_model, self.base.n_heads, self.base.n_layers, self.mixer,
+                                  feature_map=feature_map)
+        return LanguageModel(vocab_size, self.base.d_model, mixers, self.backbone)
+
+
 def build(name, *, vocab_size: int, d_model: int, n_layers: int, n_heads: int, feature_map=None,
           feature_map_options: dict | None = None, **options) -> LanguageModel:
     """A language model whose layers use mixer ``name``; ``feature_map`` (a name, ref, class or
     instance) and its options go to the layers that take one, each layer getting its own map."""
-    cls = mixer_class(name)
-    if feature_map is not None and not cls.uses_feature_map:
-        raise ValueError(f"model {name!r} takes no feature map (got {feature_map!r})")
-    if feature_map_options:
-        feature_map = MapSpec(feature_map or "elu1", dict(feature_map_options))
-    backbone, mixer_options = split_options(name, options)
-    mixers = cls.build_layers(d_model, n_heads, n_layers, mixer_options, feature_map=feature_map)
-    return LanguageModel(vocab_size, d_model, mixers, backbone)
+    if feature_map is not None and not isinstance(feature_map, str):  # an object: not part of a section
+        cls = mixer_class(name)
+        if not cls.uses_feature_map:
+            raise ValueError(f"model {name!r} takes no feature map (got {feature_map!r})")
+        backbone, mixer = split_options(name, options)
+        fmap = MapSpec(feature_map, dict(feature_map_options)) if feature_map_options else feature_map
+        return LanguageModel(vocab_size, d_model, cls.build_layers(d_model, n_heads, n_layers, mixer, feature_map=fmap),
+                             backbone)
+    return ModelSpec.parse({"name": name, "d_model": d_model, "n_layers": n_layers, "n_heads": n_heads,
+                            "feature_map": feature_map, "feature_map_options": feature_map_options or {},
+                            **options}).build(vocab_size)
 
 
-__all__ = ["MODELS", "AttentionView", "BackboneOptions", "LanguageModel", "Mixer", "MixerOptions", "build", "names"]
+__all__ = ["MODELS", "AttentionView", "BackboneOptions", "LanguageModel", "Mixer", "MixerOptions", "ModelConfig",
+           "ModelSpec", "build", "names"]
