@@ -49,7 +49,7 @@ def _load_run(store_path, run):
               help="trained probe: schlag = Schlag et al. 6.1 (one-hot values, own query projection, held-out knee); "
                    "tied = random unit values, query through the key projection")
 @click.option("--threshold", default=TARGET_ACCURACY, show_default=True, type=click.FloatRange(0, 1))
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, common.MAX_SEED))
+@common.seed_option
 @click.option("--csv", "csv_path", default=None, type=click.Path(), help="also write the table as CSV")
 @common.overwrite_option
 @click.option("--save", is_flag=True, help="record the rows in the store (the report's capacity section shows them)")

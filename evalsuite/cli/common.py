@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from evalsuite.params import MAX_SEED  # noqa: F401 - the commands' --seed range
+from evalsuite.params import MAX_SEED
 
 MAX_PAIRS = 65_536
 
@@ -23,6 +23,11 @@ def os_message(exc: OSError) -> str:
 def device_option(command):
     return click.option("--device", default="auto", show_default=True, type=click.Choice(["auto", "cpu", "cuda"]),
                         help="auto: CUDA when present")(command)
+
+
+def seed_option(command):
+    return click.option("--seed", default=0, show_default=True, type=click.IntRange(0, MAX_SEED),
+                        help="the run's seed (data, initialisation, order)")(command)
 
 
 def store_option(command):

@@ -16,7 +16,7 @@ from evalsuite.cli import common, main
 @click.option("--preset", default="default", show_default=True, help="named preset (see `evalsuite list presets`)")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="override a config value, e.g. --set train.lr=0.001 (a bare key works when unambiguous)")
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, common.MAX_SEED))
+@common.seed_option
 @common.device_option
 @common.store_option
 @common.threads_option

@@ -13,7 +13,7 @@ from evalsuite.cli import common, main
 @click.option("--preset", default="default", show_default=True, help="the task's preset")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="override a task parameter")
 @click.option("-n", "count", default=3, show_default=True, type=click.IntRange(min=1), help="examples")
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, common.MAX_SEED))
+@common.seed_option
 @click.option("--out", default=None, type=click.Path(),
               help="export the examples to FILE.jsonl or FILE.npz instead of printing them")
 @common.overwrite_option
