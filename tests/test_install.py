@@ -32,7 +32,8 @@ def test_wheel_installs_and_runs(repo_root, tmp_path):
                 for p in (repo_root / "evalsuite").rglob("__init__.py")}
     for package in packages:  # every subpackage of the checkout ships
         assert f"{package.replace('.', '/')}/__init__.py" in names, package
-    assert "evalsuite/reports/templates/report.html.j2" in names
+    for template in (repo_root / "evalsuite" / "reports" / "templates").rglob("*.j2"):  # every template ships
+        assert str(template.relative_to(repo_root)).replace(os.sep, "/") in names, template
 
     # a fresh environment; its dependencies come from this one (a .pth line), evalsuite only from the wheel
     venv = tmp_path / "venv"

@@ -16,8 +16,10 @@ class BadInput(click.ClickException):
 
 
 def os_message(exc: OSError) -> str:
+    if exc.strerror is None:  # raised without an errno (a template not found, ...): say what it is
+        return f"{type(exc).__name__}: {exc}"
     where = f": {exc.filename}" if exc.filename else ""
-    return f"{exc.strerror or exc}{where}"
+    return f"{exc.strerror}{where}"
 
 
 def device_option(command):
