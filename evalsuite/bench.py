@@ -14,6 +14,8 @@ import torch.nn.functional as F
 
 from evalsuite import models
 from evalsuite.models import ops
+from evalsuite.models.decayed import decayed_attention
+from evalsuite.models.swa import sliding_window_attention
 
 KERNEL_LENGTHS = (256, 512, 1024, 2048, 4096, 8192, 16384)
 DECODE_CONTEXTS = (1024, 4096, 16384, 65536)
@@ -53,12 +55,24 @@ def kernel_cases(batch: int, heads: int, dim: int, device: torch.device):
         beta = torch.rand(batch, heads, T, device=device)
         return [t.requires_grad_() for t in (q, k, v, beta)]
 
+    def qkvg(kind):
+        def make(T):
+            q, k, v = (torch.randn(batch, heads, T, dim, device=device) for _ in range(3))
+            shape = (batch, heads, T) if kind == "scalar" else (batch, heads, T, dim)
+            log_g = F.logsigmoid(torch.randn(*shape, device=device) + 4)  # decays near 0.98
+            return [t.requires_grad_() for t in (q, k, v, log_g)]
+        return make
+
     return {
         "softmax (SDPA)": (qkv, lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)),
+        "swa-64": (qkv, lambda q, k, v: sliding_window_attention(q, k, v, 64)),
         "linear chunk": (qkv, lambda q, k, v: ops.linear_attention(q, k, v, mode="chunk")),
         "linear recurrent": (qkv, lambda q, k, v: ops.linear_attention(q, k, v, mode="recurrent")),
         "delta chunk": (qkvb, lambda q, k, v, b: ops.delta_rule(q, k, v, b, mode="chunk")),
         "delta recurrent": (qkvb, lambda q, k, v, b: ops.delta_rule(q, k, v, b, mode="recurrent")),
+        "decay scalar chunk": (qkvg("scalar"), lambda q, k, v, g: decayed_attention(q, k, v, g)),
+        "decay vector chunk": (qkvg("vector"), lambda q, k, v, g: decayed_attention(q, k, v, g)),
+        "decay recurrent": (qkvg("vector"), lambda q, k, v, g: decayed_attention(q, k, v, g, mode="recurrent")),
     }
 
 
@@ -99,6 +113,11 @@ def _kernel_verdicts(results, echo) -> None:
     if 2048 in lin and 16384 in lin:
         growth = lin[16384] / lin[2048]
         echo(f"goal linear chunk T x8 (2048 -> 16384) costs <= x10: x{growth:.1f} {'met' if growth <= 10 else 'NOT met'}")
+    for name in ("decay scalar chunk", "decay vector chunk", "swa-64"):
+        if 2048 in results[name] and 16384 in results[name]:
+            growth = results[name][16384] / results[name][2048]
+            echo(f"goal {name} T x8 (2048 -> 16384) costs <= x10 (linear in T): x{growth:.1f} "
+                 f"{'met' if growth <= 10 else 'NOT met'}")
     if 2048 in delta and 2048 in delta_rec:
         ratio = delta_rec[2048] / delta[2048]
         echo(f"goal delta chunk >= 10x delta recurrent at T=2048: {ratio:.1f}x {'met' if ratio >= 10 else 'NOT met'}")

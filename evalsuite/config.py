@@ -187,7 +187,8 @@ def resolve(task: str, model: str, *, preset: str = "default", overrides: Iterab
         sections["model"]["feature_map"] = feature_map
     apply_overrides(sections, overrides, section_keys(task, model))
     if mixer_cls.uses_feature_map and sections["model"].get("feature_map") is None:
-        sections["model"]["feature_map"] = "elu1"  # spelled out so the store and reports name it
+        # spelled out so the store and reports name it
+        sections["model"]["feature_map"] = getattr(mixer_cls, "default_feature_map", "elu1")
 
     task_section, task_objs = _resolve_task(task, task_cls, sections["task"])
     seq_lens = [t.seq_len for t in task_objs["train"]]

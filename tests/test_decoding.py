@@ -14,6 +14,11 @@ CASES = {
     "delta": dict(name="delta", chunk_size=4),
     "gated-delta": dict(name="delta", gated=True, chunk_size=4),
     "hybrid": dict(name="hybrid", pattern="LDS"),
+    "retnet": dict(name="gla", gate="fixed", chunk_size=4),
+    "mamba2-gate": dict(name="gla", gate="scalar", chunk_size=4),
+    "gla": dict(name="gla", gate="vector", chunk_size=4),
+    "swa-window-4": dict(name="swa", window=4),
+    "based": dict(name="based", window=3, feature_dim=4),
 }
 
 

@@ -1,0 +1,77 @@
+"""The mixer zoo's models: sliding-window attention against a naive loop, state sizes against the
+tensors decoding carries, and a tiny end-to-end run of each."""
+import math
+
+import pytest
+import torch
+
+import evalsuite
+from evalsuite import models
+from evalsuite.models.swa import band_mask
+
+
+def test_band_mask_and_swa_against_a_naive_float64_loop():
+    torch.manual_seed(0)
+    mixer = models.MODELS.get("swa")(16, 2, models.MODELS.get("swa").Options(window=3)).double()
+    x = torch.randn(2, 9, 16, dtype=torch.float64)
+    q, k, v = (mixer.split_heads(t) for t in mixer.qkv(x).chunk(3, dim=-1))
+    want = torch.zeros_like(q)
+    for t in range(9):
+        lo = max(0, t - 2)  # the window: t - 2, t - 1, t
+        w = torch.softmax(q[:, :, t:t + 1] @ k[:, :, lo:t + 1].transpose(-1, -2) / math.sqrt(8), -1)
+        want[:, :, t] = (w @ v[:, :, lo:t + 1])[:, :, 0]
+    assert torch.allclose(mixer(x), mixer.out(mixer.merge_heads(want)), atol=1e-10)
+    assert band_mask(4, 2).tolist() == [[True, False, False, False], [True, True, False, False],
+                                        [False, True, True, False], [False, False, True, True]]
+
+
+@pytest.mark.parametrize("T, W", [(10, 3), (9, 3), (5, 8), (17, 1)], ids=["T10-W3", "T9-W3", "T5-W8", "T17-W1"])
+def test_blocked_window_attention_equals_the_band_mask(T, W):
+    from evalsuite.models.swa import sliding_window_attention
+
+    q, k, v = (torch.randn(2, 3, T, 4, dtype=torch.float64) for _ in range(3))
+    want = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=band_mask(T, W))
+    assert torch.allclose(sliding_window_attention(q, k, v, W), want, atol=1e-12)
+
+
+def test_a_window_as_long_as_the_sequence_is_softmax_attention():
+    torch.manual_seed(0)
+    swa = models.build("swa", vocab_size=20, d_model=16, n_layers=2, n_heads=2, max_len=12, window=12)
+    soft = models.build("softmax", vocab_size=20, d_model=16, n_layers=2, n_heads=2, max_len=12)
+    soft.load_state_dict(swa.state_dict())
+    tokens = torch.randint(0, 20, (3, 12))
+    assert torch.allclose(swa(tokens), soft(tokens), atol=1e-6)
+
+
+CASES = {"retnet": dict(name="gla", gate="fixed"), "mamba2-gate": dict(name="gla", gate="scalar"),
+         "gla": dict(name="gla", gate="vector"), "swa": dict(name="swa", window=5),
+         "based": dict(name="based", window=5, feature_dim=4)}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_state_size_is_what_decoding_carries(case):
+    """``state_size(T)`` per sequence equals the floats of the mixer states after T tokens (plus the
+    short convolution's window), for T inside and past the window."""
+    opts = dict(CASES[case])
+    model = models.build(opts.pop("name"), vocab_size=20, d_model=16, n_layers=2, n_heads=2, positions="none", **opts)
+    for T in (3, 12):
+        state = model.init_state(1, max_len=T)
+        for _ in range(T):
+            _, state = model.step(torch.zeros(1, dtype=torch.long), state)
+        carried = 0
+        for conv, mixer_state in state["layers"]:
+            carried += conv.numel() if conv is not None else 0
+            if isinstance(mixer_state, dict):  # a KV cache: the entries written so far
+                carried += mixer_state["cache"][:, :, :, :mixer_state["length"]].numel()
+            else:
+                carried += sum(t.numel() for t in (mixer_state if isinstance(mixer_state, tuple) else (mixer_state,)))
+        assert model.state_size(T) == carried, (case, T)
+
+
+@pytest.mark.parametrize("model", ["gla", "swa", "based"])
+def test_tiny_runs_end_to_end(model):
+    result = evalsuite.run("recall", model, preset="tiny", store=False)
+    assert result.ok, result.error
+    assert result.metrics["state_size"] > 0 and result.metrics["analysis"]["state_rank"]
+    if model == "based":
+        assert result.config["model"]["feature_map"] == "taylor"
