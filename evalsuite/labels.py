@@ -17,13 +17,15 @@ def feature_map_label(name: str | None, options: dict[str, Any] | None = None) -
 
 
 def model_label(config: dict) -> str:
-    """A run's model: ``softmax``, ``linear/dpfp(nu=2)``, ``hybrid/elu1[SL]``, ``delta+gate``."""
+    """A run's model: ``softmax``, ``linear/dpfp(nu=2)``, ``hybrid/elu1[SL]``, ``gla[scalar]``, ``delta+gate``."""
     model = config["model"]
     label = model["name"]
     if model.get("feature_map"):
         label += "/" + feature_map_label(model["feature_map"], model.get("feature_map_options"))
     if model["name"] == "hybrid":
         label += f"[{model.get('ratio') or model.get('pattern')}]"
+    if model.get("gate"):  # gla: fixed (RetNet), scalar (Mamba-2), vector (GLA)
+        label += f"[{model['gate']}]"
     if model.get("gated"):
         label += "+gate"
     return label

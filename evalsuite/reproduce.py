@@ -12,6 +12,7 @@ from typing import Callable
 
 import pandas as pd
 
+from evalsuite import frontier
 from evalsuite.errors import UserError
 from evalsuite.labels import memory_label
 from evalsuite.reproduce_rules import BUDGET_FACTOR, CEILING, MARGIN, Cell, higher, not_higher
@@ -480,6 +481,28 @@ def verdict_sharpness(runs, probes, p) -> Verdict:
                                            f"elu+1's entropy grows with context by > {MARGIN} nats (every seed)": grows})
 
 
+# ---- 9. the recall-memory frontier (evalsuite/frontier.py) --------------------------------------
+
+def _frontier_verdict(name: str, check):
+    def verdict(runs, probes, p) -> Verdict:
+        finding = FINDINGS[name]
+        fam = frontier.cells(runs, p["scale"], p["setting"])
+        cells = [c for cs in fam.values() for c in cs]
+        if (v := _missing(name, finding, cells)):
+            return v
+        figures = [c.figure() for c in cells]
+        if (v := _control(name, finding, fam["softmax"][0], figures)):
+            return v
+        checks, more = check(fam)
+        return _judge(name, finding, figures + more + [f"published: {frontier.PUBLISHED}"], checks, _unsettled(cells),
+                      runnable=_runnable(cells))
+    return verdict
+
+
+def _frontier_cells(runs, p) -> list[Cell]:
+    return [c for cs in frontier.cells(runs, p["scale"], p["setting"]).values() for c in cs]
+
+
 FINDINGS = {
     "softmax-mqar": "Softmax attention solves MQAR at small width (2 layers, 1 head, d_model 64; (T, D) = (64, 4), (128, 8)).",
     "linear-width": "elu+1 linear attention falls short of softmax at the same width, improves as d_model grows, and drops as D grows.",
@@ -489,6 +512,9 @@ FINDINGS = {
     "listops-order": "ListOps: softmax above elu+1 linear attention, both far below 100%.",
     "copy": "Copy: softmax and elu+1 linear attention both reach a low loss (linear may converge more slowly).",
     "sharpness": "Softmax concentrates its weight on the queried key; elu+1's implicit weights are much flatter, and their entropy grows with context length.",
+    "frontier-delta": f"The delta rule reaches MQAR accuracy {frontier.LEVEL} with less state than additive (elu+1) and decayed (GLA, Mamba-2, RetNet) linear attention.",
+    "frontier-swa": f"Sliding-window attention needs far more state ({frontier.FAR:g}x or more) than fixed-state mixers for the same recall.",
+    "frontier-based": "Based sits above both of its parts (Taylor linear attention, sliding-window attention) at no more state.",
 }
 
 PAPER_ZOOLOGY_PAIRS = [[64, 4], [128, 8], [256, 16], [512, 64]]
@@ -508,7 +534,20 @@ PARAMS = {
     "copy": {"cpu": {}, "paper": {}},
     "sharpness": {"cpu": {"d_model": 64, "pairs": 4, "seq_len": 64},
                   "paper": {"d_model": 64, "pairs": 16, "seq_len": 256}},
+    **{name: {"cpu": {"scale": "cpu", "setting": {"task.seq_len": 64, "task.num_kv_pairs": 16}},
+              "paper": {"scale": "paper", "setting": {"task.seq_len": 256, "task.num_kv_pairs": 16}}}
+       for name in ("frontier-delta", "frontier-swa", "frontier-based")},
 }
+
+# one sweep behind the three frontier verdicts (shared run ids: each run trains once)
+FRONTIER_SPECS = {
+    # the base is itself a point (the softmax control at the middle rate), so it adds no run
+    "cpu": {"base": {**CPU_BASE, "model.d_model": 32, "train.lr": CPU_LRS[1]}, "set": {**CPU_SET, "task.num_kv_pairs": 16},
+            "points": frontier.points("cpu", CPU_LRS)},
+    "paper": {"base": {**PAPER_BASE, "preset": "zoology-256", "model.d_model": 128, "train.lr": PAPER_LRS[2]},
+              "points": frontier.points("paper", PAPER_LRS)},
+}
+ALIASES = {"frontier": ["frontier-delta", "frontier-swa", "frontier-based"]}
 
 
 def _flat(parts) -> list[Cell]:
@@ -585,6 +624,11 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
         "paper": {"base": PAPER_BASE, "grid": {"model": ["softmax", "linear"], **_lrs(PAPER_LRS)},
                   "set": {"model.d_model": 64, "task.seq_len": 256, "task.num_kv_pairs": 16}},
     }, verdict_sharpness, {"cpu": 3, "paper": 30}, cells=cells_sharpness),
+    *[Experiment(name, FINDINGS[name], "Zoology README plot; Based (Arora et al. 2024), Figure 2; DeltaNet",
+                 FRONTIER_SPECS, _frontier_verdict(name, check), {"cpu": 90, "paper": 600},
+                 cells=_frontier_cells)
+      for name, check in (("frontier-delta", frontier.delta_check), ("frontier-swa", frontier.swa_check),
+                          ("frontier-based", frontier.based_check))],
 ]}
 
 
@@ -687,6 +731,7 @@ def verdicts(names: list[str], store, scale: str = "cpu") -> list[Verdict]:
 def check_names(names) -> list[str]:
     import difflib
 
+    names = [m for n in names for m in ALIASES.get(n, [n])]
     unknown = [n for n in names if n not in EXPERIMENTS]
     if unknown:
         hints = [f"{n!r}" + (f" (did you mean {difflib.get_close_matches(n, EXPERIMENTS, 1)[0]!r}?)"

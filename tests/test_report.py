@@ -145,3 +145,25 @@ def test_svg_plots(report_store, tmp_path):
 def _unregister_hostile():
     yield
     feature_maps.FEATURE_MAPS._entries.pop(HOSTILE, None)
+
+
+def test_frontier_section_leads_and_marks_the_pareto_frontier():
+    from evalsuite.records import RunRecord
+
+    def run(model, d_model, acc, state, **opts):
+        config = {"task": {"name": "recall", "seq_len": 64, "num_kv_pairs": 16},
+                  "model": {"name": model, "d_model": d_model, "n_layers": 2, **opts},
+                  "train": {"lr": 0.003, "epochs": 3}, "seed": 0}
+        return RunRecord(run_id=f"{model}{d_model}{opts}", config=config, status="done",
+                         metrics={"accuracy": acc, "val_accuracy": acc, "state_size": state})
+
+    runs = [run("delta", 16, 0.9, 600), run("delta", 32, 0.99, 2200), run("linear", 16, 0.3, 700, feature_map="elu1"),
+            run("linear", 32, 0.95, 2300, feature_map="elu1"), run("swa", 32, 0.5, 2048, window=16)]
+    html = builder.render(runs)
+    assert html.index('id="frontier"') < html.index('id="scaling"') if 'id="scaling"' in html else 'id="frontier"' in html
+    frontier_part = html[html.index('id="frontier"'):html.index('id="runs"')]
+    assert "Pareto frontier" in frontier_part and "least state reaching 0.9" in frontier_part
+    # delta reaches 0.9 at 600 floats; elu+1 only at 2,300; the sliding window never
+    rows = re.findall(r"<tr><td>recall, T=64, D=16</td><td>([^<]+)</td><td class=\"num\">\d+</td><td class=\"num\">[^<]*</td>\s*"
+                      r"<td class=\"num\">([^<]+)</td>", frontier_part)
+    assert dict(rows) == {"delta": "600", "linear/elu1": "2300", "swa": "never"}

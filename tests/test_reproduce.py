@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from evalsuite import frontier
 from evalsuite import reproduce as rep
 from evalsuite import sweep as sweeps
 from evalsuite.cli import main
@@ -114,6 +115,56 @@ CASES = {
                   two("recall", 1.0, 0.2, s={"pairs": 4, "analysis": SHARP}, l={"pairs": 4, "analysis": FLAT, "settled": False}),
                   two("recall", 0.25, 0.25, s={"pairs": 4, "analysis": SHARP}, l={"pairs": 4, "analysis": FLAT})),
 }
+
+
+def frontier_runs(unsettled=(), **families):
+    """A frontier run set: each family's (accuracy, state) per axis value at CPU scale, from a world
+    where the literature holds, with ``families`` replacing some of it (``unsettled``: families run
+    at one rate and one seed only)."""
+    world = {
+        "softmax": [(1.0, 8000)],
+        "delta": [(0.95, 600), (0.99, 2200)],
+        "elu+1": [(0.5, 700), (0.93, 2300)],
+        "GLA": [(0.6, 600), (0.92, 2200)],
+        "Mamba-2 gate": [(0.4, 600), (0.91, 2200)],
+        "RetNet": [(0.3, 600), (0.85, 2200)],
+        "sliding window": [(0.3, 1024), (0.5, 2048), (0.95, 4096)],
+        "Based": [(0.93, 1500), (0.97, 2600)],
+        "Taylor linear": [(0.6, 1400), (0.8, 2500)],
+        **families,
+    }
+    runs = []
+    for fam in frontier.families("cpu"):
+        for value, (acc, state) in zip(fam.values, world[fam.label]):
+            opts = {k.split(".", 1)[1]: v for k, v in {**fam.fixed, fam.axis: value}.items() if k != "model"}
+            d_model = opts.pop("d_model")
+            fmap = opts.pop("feature_map", None)
+            runs += cell(fam.fixed["model"], acc, d_model=d_model, fmap=fmap, state=state, long=acc < 0.95,
+                         settled=fam.label not in unsettled, **opts)  # reproduce reruns below 0.95 at 4x
+    return runs
+
+
+CHANCE = 1 / 16
+FRONTIER_AT_CHANCE = frontier_runs(**{f.label: [(CHANCE, 1000 * (i + 1)) for i in range(len(f.values))]
+                                      for f in frontier.families("cpu")})
+CASES.update({
+    "frontier-delta": (frontier_runs(), frontier_runs(GLA=[(0.95, 500), (0.99, 2200)]),
+                       frontier_runs(unsettled=("delta",), delta=[(0.5, 600), (0.7, 2200)]), FRONTIER_AT_CHANCE),
+    "frontier-swa": (frontier_runs(), frontier_runs(**{"sliding window": [(0.95, 1024), (0.97, 2048), (0.99, 4096)]}),
+                     frontier_runs(**{"sliding window": [(0.3, 1024), (0.5, 2048), (0.95, 1500)]}), FRONTIER_AT_CHANCE),
+    "frontier-based": (frontier_runs(), frontier_runs(**{"Taylor linear": [(0.99, 1400), (0.99, 2500)]}),
+                       frontier_runs(unsettled=("Based", "Taylor linear"), Based=[(0.7, 1500), (0.85, 2600)]),
+                       FRONTIER_AT_CHANCE),
+})
+
+
+def test_pareto_and_smallest_state():
+    rows = [{"state": 100, "accuracy": 0.5}, {"state": 200, "accuracy": 0.4}, {"state": 300, "accuracy": 0.9},
+            {"state": 300, "accuracy": 0.8}, {"state": 50, "accuracy": 0.1}]
+    assert [(r["state"], r["accuracy"]) for r in frontier.pareto(rows)] == [(50, 0.1), (100, 0.5), (300, 0.9)]
+    fam = frontier.cells(frontier_runs(), "cpu", {"task.seq_len": 64, "task.num_kv_pairs": 16})
+    assert frontier.smallest_state(fam["delta"]) == 600 and frontier.smallest_state(fam["RetNet"]) is None
+    assert frontier.never_reaches(fam["RetNet"]) and not frontier.never_reaches(fam["GLA"])
 
 
 def judge(name, runs, pr=NO_PROBES):

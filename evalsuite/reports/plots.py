@@ -54,6 +54,19 @@ def lines(df: pd.DataFrame, x: str, y: str, hue: str, *, title: str, xlabel: str
     return to_uri(fig, fmt)
 
 
+def frontier(df: pd.DataFrame, front: pd.DataFrame, *, title: str, fmt: str = "png") -> str:
+    """Accuracy against state size (log scale), one line per ``model``, the Pareto frontier dashed."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    sns.lineplot(data=df.sort_values("state"), x="state", y="accuracy", hue="model", marker="o", errorbar=None, ax=ax)
+    ax.step(front["state"], front["accuracy"], where="post", color="black", lw=1.2, ls="--", label="Pareto frontier")
+    ax.axhline(TARGET, color="grey", lw=0.9, ls=":", label=f"{TARGET}")
+    ax.set_xscale("log")
+    ax.set_ylim(-0.02, 1.04)
+    ax.set(title=title, xlabel="state size (floats per sequence)", ylabel="accuracy")
+    ax.legend(fontsize=7, frameon=False, loc="best")
+    return to_uri(fig, fmt)
+
+
 def heatmap(matrix: pd.DataFrame, *, title: str, xlabel: str, ylabel: str, vmin=None, vmax=None,
             cmap: str = "viridis", annotate: bool = True, center=None, fmt: str = "png") -> str:
     size = max(3.0, min(7.0, 0.45 * max(matrix.shape)))

@@ -1,0 +1,170 @@
+"""The recall-memory frontier: MQAR accuracy against state size, one curve per mixer family.
+
+Every family is trained over the axis that sets its state (width for the fixed-state mixers, the
+window for sliding-window attention, the feature size for Based and its Taylor-linear part), each
+point with a learning-rate sweep and two seeds, under the rules of ``reproduce_rules``. What the
+literature claims about this picture (docs/FINDINGS.md, finding 9) becomes three verdicts, each
+able to fail:
+
+* ``frontier-delta``: the delta rule reaches ``LEVEL`` accuracy with less state than additive
+  (elu+1) and decayed (GLA, Mamba-2 gate, RetNet) linear attention;
+* ``frontier-swa``: sliding-window attention needs ``FAR`` times more state than the best
+  fixed-state mixer for the same recall;
+* ``frontier-based``: Based sits above both of its parts (Taylor linear attention, sliding
+  window) at no more state.
+
+``smallest_state`` and ``pareto`` are the table and the frontier the report draws
+(``reports/sections/frontier.py``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from evalsuite.reproduce_rules import MARGIN, Cell, higher
+
+LEVEL = 0.9  # the accuracy whose cheapest state the verdicts compare (the table also shows 0.99)
+FAR = 4.0    # "far more state": at least this factor
+CLOSE = 2.0  # below this factor, "far more" is contradicted
+EQUAL_STATE = 1.25  # a part "at no more state" than Based: its state at most this factor of Based's
+
+
+@dataclass(frozen=True)
+class Family:
+    label: str
+    fixed: dict          # config keys every point of the family sets
+    axis: str            # the config key that sets its state
+    values: tuple        # the axis values at this scale
+    kind: str            # "delta", "additive", "decayed", "window", "based", "based-part", "control"
+
+
+def families(scale: str) -> list[Family]:
+    widths = (16, 32) if scale == "cpu" else (64, 128, 256, 512)
+    width = 32 if scale == "cpu" else 128
+    windows = (8, 16, 32) if scale == "cpu" else (32, 64, 128, 256)
+    features = (4, 8) if scale == "cpu" else (8, 16, 24)
+    based_window = 8 if scale == "cpu" else 64
+    return [
+        Family("softmax", {"model": "softmax", "model.d_model": width}, "model.d_model", (width,), "control"),
+        Family("delta", {"model": "delta"}, "model.d_model", widths, "delta"),
+        Family("elu+1", {"model": "linear", "model.feature_map": "elu1"}, "model.d_model", widths, "additive"),
+        Family("GLA", {"model": "gla", "model.gate": "vector"}, "model.d_model", widths, "decayed"),
+        Family("Mamba-2 gate", {"model": "gla", "model.gate": "scalar"}, "model.d_model", widths, "decayed"),
+        Family("RetNet", {"model": "gla", "model.gate": "fixed"}, "model.d_model", widths, "decayed"),
+        Family("sliding window", {"model": "swa", "model.d_model": width}, "model.window", windows, "window"),
+        Family("Based", {"model": "based", "model.d_model": width, "model.window": based_window}, "model.feature_dim",
+               features, "based"),
+        Family("Taylor linear", {"model": "linear", "model.feature_map": "taylor", "model.d_model": width},
+               "model.feature_dim", features, "based-part"),
+    ]
+
+
+def points(scale: str, lrs: list[float]) -> list[dict]:
+    """Sweep points: every family at every axis value and learning rate."""
+    return [{**f.fixed, f.axis: v, "train.lr": lr} for f in families(scale) for v in f.values for lr in lrs]
+
+
+def cells(runs, scale: str, setting: dict) -> dict[str, list[Cell]]:
+    """Family label -> one cell per axis value (``setting``: the task keys every point shares)."""
+    out = {}
+    for f in families(scale):
+        out[f.label] = []
+        for v in f.values:
+            where = {**{k: x for k, x in f.fixed.items() if k != "model"}, f.axis: v, **setting}
+            out[f.label].append(Cell.of(runs, f"{f.label} {f.axis.split('.')[-1]}={v}", task__name="recall",
+                                        model__name=f.fixed["model"],
+                                        **{k.replace(".", "__"): x for k, x in where.items()}))
+    return out
+
+
+def smallest_state(family_cells: list[Cell], level: float = LEVEL) -> float | None:
+    """The least state among a family's cells that reach ``level`` (None: none does)."""
+    states = [c.state for c in family_cells if c.present and c.learned_at(level)]
+    return min(states) if states else None
+
+
+def never_reaches(family_cells: list[Cell], level: float = LEVEL) -> bool:
+    """Every cell is present and stays below ``level`` when given 4x the budget, with a full sweep."""
+    return all(c.settled_below(level) for c in family_cells)
+
+
+def pareto(rows: list[dict]) -> list[dict]:
+    """The rows (``state``, ``accuracy``) that no other row beats with no more state."""
+    ordered = sorted(rows, key=lambda r: (r["state"], -r["accuracy"]))
+    front, best = [], -math.inf
+    for r in ordered:
+        if r["accuracy"] > best:
+            front.append(r)
+            best = r["accuracy"]
+    return front
+
+
+# ---- the three verdicts: each returns (checks, figures); reproduce.py wraps them ----------------
+
+def delta_check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str]]:
+    """The delta rule reaches LEVEL with less state than every additive and decayed family."""
+    delta = smallest_state(fam["delta"])
+    others = {k: v for k, v in fam.items() if k in ("elu+1", "GLA", "Mamba-2 gate", "RetNet")}
+    figures = [f"least state reaching {LEVEL}: " + ", ".join(
+        f"{k} {_state(smallest_state(v))}" for k, v in {"delta": fam["delta"], **others}.items())]
+    verdicts = {}
+    for name, cs in others.items():
+        theirs = smallest_state(cs)
+        if delta is not None and (theirs is None and never_reaches(cs) or theirs is not None and delta < theirs):
+            verdicts[name] = True
+        elif theirs is not None and (delta is None and never_reaches(fam["delta"]) or delta is not None and theirs <= delta):
+            verdicts[name] = False
+        else:
+            verdicts[name] = None  # one side has not reached LEVEL and is not settled below it
+    return {f"delta reaches {LEVEL} with less state than {k}": v for k, v in verdicts.items()}, figures
+
+
+def swa_check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str]]:
+    """Sliding windows need FAR times the state of the best fixed-state family for LEVEL."""
+    fixed = [smallest_state(fam[k]) for k in ("delta", "elu+1", "GLA", "Mamba-2 gate", "RetNet")]
+    fixed = [s for s in fixed if s is not None]
+    window = smallest_state(fam["sliding window"])
+    best = min(fixed) if fixed else None
+    figures = [f"least state reaching {LEVEL}: sliding window {_state(window)}, best fixed-state mixer {_state(best)}"]
+    if best is None:
+        return {f"sliding window needs >= {FAR:g}x the state": None}, figures
+    if window is None:  # never reached: its largest window's state is a lower bound
+        if not never_reaches(fam["sliding window"]):
+            return {f"sliding window needs >= {FAR:g}x the state": None}, figures
+        bound = max(c.state for c in fam["sliding window"]) / best
+        figures.append(f"sliding window never reached {LEVEL}: more than {bound:.1f}x the state")
+        return {f"sliding window needs >= {FAR:g}x the state": True if bound >= FAR else None}, figures
+    ratio = window / best
+    figures.append(f"ratio {ratio:.1f}x")
+    return {f"sliding window needs >= {FAR:g}x the state": True if ratio >= FAR else False if ratio < CLOSE else None}, figures
+
+
+def based_check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str]]:
+    """The best Based point above the strongest of each part with no more (x1.25) state."""
+    based = [c for c in fam["Based"] if c.present]
+    if not based:
+        return {"Based above its parts": None}, ["no finished Based run"]
+    top = max(based, key=lambda c: c.acc)
+    checks, figures = {}, [f"Based: {top.label} {top.acc:.3f} at {_state(top.state)} floats"]
+    for part in ("Taylor linear", "sliding window"):
+        rivals = [c for c in fam[part] if c.present and c.state <= EQUAL_STATE * top.state]
+        if not rivals:
+            checks[f"Based above {part} at no more state"] = None
+            figures.append(f"{part}: no point with at most {EQUAL_STATE}x Based's state")
+            continue
+        rival = max(rivals, key=lambda c: c.acc)
+        figures.append(f"{part}: {rival.label} {rival.acc:.3f} at {_state(rival.state)} floats")
+        checks[f"Based above {part} at no more state"] = (
+            True if higher(top, rival) and (rival.stable or rival.settled_below(top.acc - MARGIN))
+            else False if top.stable and rival.stable and rival.acc >= top.acc - MARGIN else None)
+    return checks, figures
+
+
+def _state(x) -> str:
+    return "never" if x is None else f"{x:,.0f}"
+
+
+# Zoology's README plot, read off by eye (docs/FINDINGS.md, finding 9): what our figures stand beside.
+PUBLISHED = ("Zoology README plot (approximate): DeltaNet 0.79 at 9e3 floats, 0.96 at 3.5e4; GLA 0.53 at 4.7e3, "
+             "0.95 at 7e4; Mamba-2 0.52 at 8e3 to 0.84 at 1e5; sliding window 0.08 at 1e4 to 0.94 at 5e5; "
+             "Based 0.67 at 9e3 rising to 1.0")

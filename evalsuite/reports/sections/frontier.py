@@ -1,0 +1,44 @@
+"""The recall-memory frontier: accuracy against state size, one line per model, the Pareto
+frontier marked, and the least state that reaches 0.9 and 0.99 per model (``evalsuite/frontier.py``).
+Leads the report when a task was run with several models at several state sizes."""
+from __future__ import annotations
+
+import pandas as pd
+
+from evalsuite import frontier
+from evalsuite.records import TARGET_ACCURACY
+from evalsuite.reports import plots
+
+from . import ReportData, Section
+
+MIN_MODELS, MIN_POINTS = 2, 4  # below this there is no picture to draw
+
+
+class Frontier(Section):
+    id, title, order = "frontier", "Frontier", 5
+
+    def build(self, data: ReportData, fmt: str) -> dict | None:
+        rows = pd.DataFrame([{"task": r["task"], "T": r["seq_len"], "D": r["pairs"], "model": r["model"],
+                              "state": r["state_size"], "accuracy": r["accuracy"], "run": r["anchor"]}
+                             for r in data.summary if r["accuracy"] is not None and r["state_size"]])
+        if rows.empty:
+            return None
+        plots_, table, points = [], [], []
+        for (task, T, D), part in rows.groupby(["task", "T", "D"], dropna=False):
+            if part.model.nunique() < MIN_MODELS or len(part) < MIN_POINTS:
+                continue
+            front = pd.DataFrame(frontier.pareto(part.to_dict("records")))
+            setting = f"{task}" + (f", T={T:g}, D={D:g}" if pd.notna(T) and pd.notna(D) else "")
+            plots_.append({"title": f"accuracy against state size: {setting}",
+                           "uri": plots.frontier(part, front, title=f"recall against state: {setting}", fmt=fmt)})
+            on_front = set(front.run)
+            for model, m in part.groupby("model"):
+                reach = {lvl: m[m.accuracy >= lvl].state.min() for lvl in (frontier.LEVEL, TARGET_ACCURACY)}
+                table.append({"setting": setting, "model": model, "points": len(m), "best": m.accuracy.max(),
+                              **{f"state_{lvl}": (None if pd.isna(s) else s) for lvl, s in reach.items()}})
+            points += [{**r, "setting": setting, "frontier": r["run"] in on_front}
+                       for r in part.sort_values(["model", "state"]).to_dict("records")]
+        if not plots_:
+            return None
+        return {"plots": plots_, "table": table, "points": points, "levels": (frontier.LEVEL, TARGET_ACCURACY),
+                "published": frontier.PUBLISHED}
