@@ -84,9 +84,11 @@ def _decayed_chunk(q, k, v, log_g, state, chunk_size):
     chunk_decay = torch.exp(b[..., -1, :])[..., None]                        # e^{b_C}: [B, H, n, 1 or dk, 1]
     intra = A @ v                                                            # [B, H, n, C, dv]
     outs = []
-    for c in range(n):
-        outs.append(q_in[:, :, c] @ state + intra[:, :, c])
-        state = chunk_decay[:, :, c] * state + k_out[:, :, c].transpose(-1, -2) @ v[:, :, c]
+    # unbind once: indexing chunk c of a tensor inside the loop would make each step's backward
+    # allocate a gradient the size of the whole tensor (quadratic in T)
+    for q_c, intra_c, decay_c, k_c, v_c in zip(*(x.unbind(2) for x in (q_in, intra, chunk_decay, k_out, v))):
+        outs.append(q_c @ state + intra_c)
+        state = decay_c * state + k_c.transpose(-1, -2) @ v_c
     out = torch.stack(outs, dim=2).reshape(B, H, n * C, -1)[:, :, :T]       # [B, H, n, C, dv] -> [B, H, T, dv]
     return out, state
 

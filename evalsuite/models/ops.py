@@ -242,13 +242,17 @@ def _delta_chunk(q, k, v, beta, state, chunk_size, log_alpha=None):
     w = torch.linalg.solve_triangular(system, beta * k_w, upper=False, unitriangular=True)  # (2): [B, H, n, C, dk]
     u = torch.linalg.solve_triangular(system, beta * v, upper=False, unitriangular=True)    # (2): [B, H, n, C, dv]
     outs = []
-    for c in range(n):
-        u_c = u[:, :, c] - w[:, :, c] @ state  # U = u - w S_0: the pseudo-values given the carried state
-        outs.append(q_in[:, :, c] @ state + attn[:, :, c] @ u_c)  # O = diag(G) Q S_0 + (tril(Q K^T) * Gamma) U
-        if log_alpha is None:
-            state = state + k[:, :, c].transpose(-1, -2) @ u_c  # S_C = S_0 + K^T U
+    # unbind once: indexing chunk c inside the loop would make each step's backward allocate a
+    # gradient the size of the whole tensor (quadratic in T)
+    k_end = k if log_alpha is None else k * decay_to_end                      # K * (G_C / G)
+    decays = chunk_decay.unbind(2) if log_alpha is not None else [None] * n
+    for u_c, w_c, q_c, attn_c, k_c, decay_c in zip(*(x.unbind(2) for x in (u, w, q_in, attn, k_end)), decays):
+        u_c = u_c - w_c @ state  # U = u - w S_0: the pseudo-values given the carried state
+        outs.append(q_c @ state + attn_c @ u_c)  # O = diag(G) Q S_0 + (tril(Q K^T) * Gamma) U
+        if decay_c is None:
+            state = state + k_c.transpose(-1, -2) @ u_c  # S_C = S_0 + K^T U
         else:
-            state = chunk_decay[:, :, c] * state + (k[:, :, c] * decay_to_end[:, :, c]).transpose(-1, -2) @ u_c
+            state = decay_c * state + k_c.transpose(-1, -2) @ u_c  # S_C = G_C S_0 + (K * G_C / G)^T U
     out = torch.stack(outs, dim=2).reshape(B, H, n * C, -1)[:, :, :T]   # [B, H, n, C, dv] -> [B, H, T, dv]
     return out, state
 
