@@ -76,6 +76,7 @@ PROBE_KEY = ("memory", "d_key", "pairs", "setting", "trained", "seed", "variant"
 
 
 ADDED_COLUMNS = {"pid": "INTEGER", "host": "TEXT", "warnings": "TEXT"}  # since schema 1
+TABLES = {"runs", "steps", "sweeps", "sweep_runs", "probes"}
 HOST = socket.gethostname()
 
 
@@ -135,8 +136,9 @@ def _check_schema(path: Path, option: str) -> None:
             raise StoreError(f"{option}: {path} was written by a newer evalsuite (schema {version}; this one reads "
                              f"up to {SCHEMA_VERSION}); upgrade evalsuite")
         return
-    if app == 0 and (not tables or {"runs", "steps"} <= tables):
-        return  # empty, or an evalsuite store from before the schema was marked (version 1)
+    if app == 0 and tables <= TABLES:
+        return  # empty, an evalsuite store from before the schema was marked (version 1), or one that
+        # another evalsuite process is creating right now (its tables appear one by one)
     raise StoreError(f"{option}: {path} is an SQLite database of another program "
                      f"(tables: {', '.join(sorted(tables)) or 'none'}); evalsuite will not read or write it")
 

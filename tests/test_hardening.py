@@ -578,3 +578,15 @@ def test_sigterm_stops_a_sweep_and_its_workers(tmp_path):
     assert not group_alive(), subprocess.run(["ps", "-o", "pid,stat,cmd", "-g", str(proc.pid)], capture_output=True,
                                              text=True).stdout
     assert sorted(r.status for r in Store(store_path).runs()) == ["interrupted"] * 3
+
+
+def test_a_store_another_process_is_creating_is_not_foreign(tmp_path):
+    """Two sweeps start on one new store: one sees the other's tables appear one by one."""
+    path = tmp_path / "s.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE runs (run_id TEXT PRIMARY KEY)")  # the first table of evalsuite's schema, alone
+    Store(path)  # accepted: every table is one of evalsuite's
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE notes (x)")
+    with pytest.raises(StoreError, match="another program"):
+        Store(path)
