@@ -340,3 +340,10 @@ def test_a_shortfall_that_4x_the_budget_closes_is_contradicted():
     assert v.status == rep.NOT_REPRODUCED and "falls short of softmax" in v.why
     h = judge("hybrid-recovery", hybrid(1.0, 0.38, 0.99, 0.1, gain=0.6))
     assert h.status == rep.INCONCLUSIVE and "nothing to recover" in h.why
+
+
+def test_frontier_sweep_file_is_the_experiments_sweep(repo_root):
+    """examples/sweeps/frontier-cpu.yaml runs exactly what `reproduce frontier` runs first."""
+    in_file = {p.run_id for p in sweeps.expand(sweeps.load_spec(repo_root / "examples/sweeps/frontier-cpu.yaml"))}
+    assert in_file == {p.run_id for p in sweeps.expand(rep.EXPERIMENTS["frontier-delta"].spec("cpu"))}
+    assert len(in_file) == 54
