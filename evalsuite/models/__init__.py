@@ -82,16 +82,16 @@ class ModelSpec:
     def section(self) -> dict:
         return {"name": self.name, **self.base.model_dump(), **self.backbone.model_dump(), **self.mixer.model_dump()}
 
-    def build(self, vocab_size: int) -> LanguageModel:
-        """The language model; each layer that takes a feature map gets its own."""
+    def build(self, vocab_size: int, feature_map=None) -> LanguageModel:
+        """The language model; each layer that takes a feature map gets its own. ``feature_map``: a
+        class or instance in place of the named map (the Python API; a section names maps only)."""
         cls = mixer_class(self.name)
-        feature_map = self.base.feature_map
-        if feature_map is not None and not cls.uses_feature_map:
-            raise ValueError(f"model {self.name!r} takes no feature map (got {feature_map!r})")
+        fmap = feature_map if feature_map is not None else self.base.feature_map
+        if fmap is not None and not cls.uses_feature_map:
+            raise ValueError(f"model {self.name!r} takes no feature map (got {fmap!r})")
         if self.base.feature_map_options:
-            feature_map = MapSpec(feature_map or "elu1", dict(self.base.feature_map_options))
-        mixers = cls.build_layers(self.base.d_model, self.base.n_heads, self.base.n_layers, self.mixer,
-                                  feature_map=feature_map)
+            fmap = MapSpec(fmap or "elu1", dict(self.base.feature_map_options))
+        mixers = cls.build_layers(self.base.d_model, self.base.n_heads, self.base.n_layers, self.mixer, feature_map=fmap)
         return LanguageModel(vocab_size, self.base.d_model, mixers, self.backbone)
 
 
@@ -99,17 +99,10 @@ def build(name, *, vocab_size: int, d_model: int, n_layers: int, n_heads: int, f
           feature_map_options: dict | None = None, **options) -> LanguageModel:
     """A language model whose layers use mixer ``name``; ``feature_map`` (a name, ref, class or
     instance) and its options go to the layers that take one, each layer getting its own map."""
-    if feature_map is not None and not isinstance(feature_map, str):  # an object: not part of a section
-        cls = mixer_class(name)
-        if not cls.uses_feature_map:
-            raise ValueError(f"model {name!r} takes no feature map (got {feature_map!r})")
-        backbone, mixer = split_options(name, options)
-        fmap = MapSpec(feature_map, dict(feature_map_options)) if feature_map_options else feature_map
-        return LanguageModel(vocab_size, d_model, cls.build_layers(d_model, n_heads, n_layers, mixer, feature_map=fmap),
-                             backbone)
-    return ModelSpec.parse({"name": name, "d_model": d_model, "n_layers": n_layers, "n_heads": n_heads,
-                            "feature_map": feature_map, "feature_map_options": feature_map_options or {},
-                            **options}).build(vocab_size)
+    named = feature_map if isinstance(feature_map, str) or feature_map is None else None
+    spec = ModelSpec.parse({"name": name, "d_model": d_model, "n_layers": n_layers, "n_heads": n_heads,
+                            "feature_map": named, "feature_map_options": feature_map_options or {}, **options})
+    return spec.build(vocab_size, feature_map=None if named is not None else feature_map)
 
 
 __all__ = ["MODELS", "AttentionView", "BackboneOptions", "LanguageModel", "Mixer", "MixerOptions", "ModelConfig",
