@@ -15,19 +15,16 @@ def analyze() -> None:
 def _stored_run_options(command):
     for option in reversed([
             click.option("--run", "run", required=True, help="run id (or a unique prefix) from the store"),
-            click.option("--store", "store_path", default=None, type=click.Path(dir_okay=False)),
+            common.store_option,
             click.option("--examples", default=256, show_default=True, type=click.IntRange(min=1))]):
         command = option(command)
     return command
 
 
 def _load_run(store_path, run):
-    from evalsuite.store import Store
     from evalsuite.pipeline import load_trained
 
-    store = Store(store_path)
-    if not store.path.exists():
-        raise common.BadInput(f"--store: no results store at {store.path}")
+    store = common.open_store(store_path, must_exist=True)
     try:
         return load_trained(store, store.find(run))
     except (KeyError, FileNotFoundError) as exc:

@@ -18,7 +18,7 @@ def bench() -> None:
 @click.option("--batch", default=1, show_default=True, type=click.IntRange(min=1))
 @click.option("--recurrent-max", default=8192, show_default=True, type=click.IntRange(min=1),
               help="skip the recurrent loops beyond this length")
-@click.option("--device", default="auto", show_default=True, type=click.Choice(["auto", "cpu", "cuda"]))
+@common.device_option
 def bench_kernels(lengths, dim, heads, batch, recurrent_max, device):
     """Forward+backward time of SDPA, linear and delta kernels against T, with the crossover."""
     from evalsuite import bench as benchmarks
@@ -36,7 +36,7 @@ def bench_kernels(lengths, dim, heads, batch, recurrent_max, device):
 @click.option("--d-model", default=256, show_default=True, type=click.IntRange(min=1))
 @click.option("--layers", default=2, show_default=True, type=click.IntRange(min=1))
 @click.option("--heads", default=4, show_default=True, type=click.IntRange(min=1))
-@click.option("--device", default="auto", show_default=True, type=click.Choice(["auto", "cpu", "cuda"]))
+@common.device_option
 def bench_decode(contexts, d_model, layers, heads, device):
     """Per-token decode time and state bytes: softmax's KV cache against linear/delta's fixed state."""
     from evalsuite import bench as benchmarks
