@@ -17,7 +17,7 @@ from evalsuite.errors import UserError
 from evalsuite.labels import memory_label
 from evalsuite.reproduce_rules import BUDGET_FACTOR, CEILING, MARGIN, Cell, higher, not_higher
 from evalsuite.sweep import SweepSpec
-from evalsuite.records import TARGET_ACCURACY
+from evalsuite.records import TARGET_ACCURACY, RunRecord
 
 SCALES = ("cpu", "paper")
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
@@ -684,7 +684,7 @@ def escalation_name(name: str, scale: str) -> str:
     return f"reproduce-{name}-{scale}-escalation"
 
 
-def experiment_runs(exp: Experiment, scale: str, store) -> list[dict]:
+def experiment_runs(exp: Experiment, scale: str, store) -> list[RunRecord]:
     """The experiment's stored runs: its sweep's points plus what escalation added."""
     from evalsuite.sweep import expand
 
@@ -692,8 +692,11 @@ def experiment_runs(exp: Experiment, scale: str, store) -> list[dict]:
         return []
     spec = exp.spec(scale)
     ids = {p.run_id for p in expand(spec)} if spec is not None else set()
+    # experiments that share one sweep (the frontier's three) share what each one's escalation added
+    group = next((g for g in ALIASES.values() if exp.name in g), [exp.name])
+    wanted = {escalation_name(name, scale) for name in group}
     for sweep in store.sweeps():
-        if sweep["name"] == escalation_name(exp.name, scale):
+        if sweep["name"] in wanted:
             ids |= set(store.sweep_runs(sweep["sweep_id"])[1])
     return store.runs(sorted(ids)) if ids else []
 
