@@ -23,7 +23,8 @@ from evalsuite.registry import UnknownName
 from evalsuite.records import TARGET_ACCURACY
 
 SECTIONS = ("task", "model", "train")
-MAX_SEGMENTS = 64  # training segments plus eval segments: each gets its own data seed
+MAX_SEGMENTS = 64
+MAX_EXAMPLES = 10_000_000  # examples in one eval segment's test set  # training segments plus eval segments: each gets its own data seed
 MAX_STEPS = 10_000_000  # days of training at CPU speed; more is a typo (train.epochs=1e9)
 MEMORY_CHECK_ENV = "EVALSUITE_MEMORY_CHECK"  # "off": try sizes that the estimate says do not fit
 
@@ -61,6 +62,11 @@ PRESETS: dict[str, dict[str, Any]] = {
     "default": {
         "description": "a few minutes on a laptop CPU at most (softmax stops early); elu+1 learns MQAR at d_model 64, D 8 in it",
         "model": dict(d_model=64, n_layers=2, n_heads=1, conv_kernel=4),
+        "train": dict(lr=3e-3, batch_size=64, num_train=40_000, epochs=8, eval_every=50),
+    },
+    "extrapolate": {
+        "description": "the default preset without learned positions (the short convolution supplies order), for test lengths beyond training",
+        "model": dict(d_model=64, n_layers=2, n_heads=1, conv_kernel=4, positions="none"),
         "train": dict(lr=3e-3, batch_size=64, num_train=40_000, epochs=8, eval_every=50),
     },
     "tiny": {
@@ -224,9 +230,10 @@ def resolve(task: str, model: str, *, preset: str = "default", overrides: Iterab
                           f"examples (train.num_train); each step could only use {train_cfg.num_train}")
     all_tasks = task_objs["train"] + task_objs["eval"]
     check_memory([(t, train_cfg.num_train + train_cfg.num_val + train_cfg.num_test) for t in task_objs["train"]]
-                 + [(t, train_cfg.num_test) for t in task_objs["eval"]],
+                 + list(zip(task_objs["eval"], eval_sizes(task_section, train_cfg.num_test))),
                  what="sizes (train.num_*, task.seq_len, model.d_model, model.n_layers, train.batch_size)",
-                 model_bytes=_model_bytes(n_params, train_cfg, model_cfg, max(t.seq_len for t in all_tasks)))
+                 model_bytes=max(_model_bytes(n_params, train_cfg, model_cfg, max(t.seq_len for t in task_objs["train"])),
+                                 _eval_bytes(n_params, model_cfg, max(t.seq_len for t in all_tasks))))
 
     _check_budget(train_cfg)
     config = {"task": task_section, "model": model_section, "train": train_cfg.model_dump(), "seed": seed}
@@ -286,6 +293,21 @@ def _model_bytes(n_params: int, train: "TrainConfig", model: "ModelConfig", seq_
     # (about 32 floats per width unit per layer per token, plus one T x T score matrix per head)
     activations = train.batch_size * seq_len * model.n_layers * (32 * model.d_model + 2 * model.n_heads * seq_len) * 4
     return 5 * 4 * n_params + activations
+
+
+# tokens per evaluation batch: long test segments are evaluated a few examples at a time
+EVAL_TOKENS = 2**18
+
+
+def eval_batch_size(seq_len: int, cap: int = 256) -> int:
+    return max(1, min(cap, EVAL_TOKENS // max(seq_len, 1)))
+
+
+def _eval_bytes(n_params: int, model: "ModelConfig", seq_len: int) -> int:
+    # no gradients: the weights and checkpoint, and one evaluation batch's activations (attention
+    # runs through scaled_dot_product_attention, which does not keep T x T scores)
+    tokens = eval_batch_size(seq_len) * seq_len
+    return 2 * 4 * n_params + tokens * model.n_layers * 32 * model.d_model * 4
 
 
 def check_memory(sets: list[tuple[Any, int]], *, what: str, model_bytes: int = 0) -> None:
@@ -355,9 +377,16 @@ def _resolve_task(name: str, task_cls, params: dict) -> tuple[dict, dict[str, li
             if key == "segments" and (not isinstance(share, (int, float)) or isinstance(share, bool)
                                       or not math.isfinite(share) or share <= 0):
                 raise ConfigError(f"task.segments[{i}].share: must be a positive finite number, got {share!r}")
+            extra = {"share": float(share)} if key == "segments" else {}
+            if key == "eval_segments" and "num_test" in seg:  # this test set's size (long segments cost more)
+                num_test = seg.pop("num_test")
+                if not isinstance(num_test, int) or isinstance(num_test, bool) or not 1 <= num_test <= MAX_EXAMPLES:
+                    raise ConfigError(f"task.eval_segments[{i}].num_test: must be an integer in [1, {MAX_EXAMPLES:,}], "
+                                      f"got {num_test!r}")
+                extra = {"num_test": num_test}
             t = build(f"task.{key}[{i}]", {**base.params.model_dump(), **seg})
             built.append(t)
-            canonical.append({**t.params.model_dump(), **({"share": float(share)} if key == "segments" else {})})
+            canonical.append({**t.params.model_dump(), **extra})
         section[key] = canonical
         objs["train" if key == "segments" else "eval"] = built
     return section, objs
@@ -373,7 +402,13 @@ def task_objects(task_section: dict) -> dict[str, list]:
     if "segments" in task_section:
         train = [(tasks.get(name, **{k: v for k, v in s.items() if k != "share"}), s["share"])
                  for s in task_section["segments"]]
-    return {"train": train, "eval": [tasks.get(name, **s) for s in task_section.get("eval_segments", [])]}
+    return {"train": train, "eval": [tasks.get(name, **{k: v for k, v in s.items() if k != "num_test"})
+                                     for s in task_section.get("eval_segments", [])]}
+
+
+def eval_sizes(task_section: dict, num_test: int) -> list[int]:
+    """Examples in each eval segment's test set: its own ``num_test``, else the run's."""
+    return [s.get("num_test", num_test) for s in task_section.get("eval_segments", [])]
 
 
 def resolve_task(task: str, *, preset: str = "default", overrides: Iterable[str] | Mapping[str, Any] = ()):

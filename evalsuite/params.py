@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import types
 import typing
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_serializer
 
 MAX_SEED = 2**31 - 1  # seeds of runs, sweeps and probes
 
@@ -25,6 +25,17 @@ def _accepts_bool(annotation: Any) -> bool:
 
 class Params(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    # fields added after runs were stored: the dump (and so a run's config and id) leaves them out
+    # while they are at their default, so the ids of runs that do not use them stay what they were
+    LATE_FIELDS: ClassVar[frozenset[str]] = frozenset()
+
+    @model_serializer(mode="wrap")
+    def _omit_late_defaults(self, handler):
+        data = handler(self)
+        for name in self.LATE_FIELDS:
+            if name in data and data[name] == type(self).model_fields[name].default:
+                del data[name]
+        return data
 
     @field_validator("*", mode="before")
     @classmethod

@@ -66,8 +66,8 @@ def make_data(task_section: dict, train: cfg.TrainConfig, seed: int, splits=tupl
         counts = [max(1, round(n * share / total)) for _, share in mixture]
         data[split] = Batch.concat([task.generate(c, split_seed(seed, split, i), cache_dir)
                                     for i, ((task, _), c) in enumerate(zip(mixture, counts))])
-    evals = [task.generate(train.num_test, split_seed(seed, "test", len(mixture) + i), cache_dir)
-             for i, task in enumerate(objs["eval"])]
+    evals = [task.generate(n, split_seed(seed, "test", len(mixture) + i), cache_dir)
+             for i, (task, n) in enumerate(zip(objs["eval"], cfg.eval_sizes(task_section, train.num_test)))]
     return data, evals, [t for t, _ in mixture] + objs["eval"]
 
 
@@ -94,6 +94,7 @@ def evaluate(model, data: Batch, device: torch.device, precision: str = "auto", 
     was_training = model.training
     model.eval()
     correct, counts, losses = [], [], []
+    batch_size = cfg.eval_batch_size(data.inputs.shape[1], batch_size)  # long segments: fewer examples a batch
     for start in range(0, len(data), batch_size):
         batch = data[start:start + batch_size].to(device)
         mask = batch.score_mask

@@ -143,3 +143,44 @@ def test_kernels_keep_float32_under_bf16_autocast():
     assert lin.dtype == torch.bfloat16 and state.dtype == torch.float32
     ref = ops.linear_attention(q.double(), k.double(), v.double())
     assert ((lin.double() - ref).abs().max()) < 0.05
+
+
+@pytest.mark.parametrize("mode", ["chunk", "recurrent"])
+def test_delta_rule_with_beta_up_to_2_matches_naive_loop(mode):
+    """beta in (0, 2) (negative eigenvalues, Grazzi et al. 2024): the chunk form's triangular solve
+    stays exact, forward, state and gradients, at a length that is not a multiple of the chunk."""
+    q, k = (unit(rand(2, 2, 19, 4)).requires_grad_() for _ in range(2))
+    v, s0 = rand(2, 2, 19, 3).requires_grad_(), rand(2, 2, 4, 3)
+    beta = (2 * torch.rand(2, 2, 19, dtype=torch.float64)).requires_grad_()
+    assert beta.max() > 1.5
+    out, state = ops.delta_rule(q, k, v, beta, mode=mode, initial_state=s0, return_state=True, chunk_size=8)
+    ref_out, ref_state = naive_delta(q, k, v, beta, s0)
+    torch.testing.assert_close(out, ref_out, rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(state, ref_state, rtol=1e-10, atol=1e-10)
+    # gradients against a loop without in-place writes (naive_delta writes into its state)
+    S, outs = s0.clone(), []
+    for t in range(19):
+        kt = k[:, :, t]
+        S = S - beta[:, :, t, None, None] * kt[..., :, None] * (kt[..., None, :] @ S) \
+            + beta[:, :, t, None, None] * kt[..., :, None] * v[:, :, t, None, :]
+        outs.append((q[:, :, t, None, :] @ S)[..., 0, :])
+    loop_out = torch.stack(outs, 2)
+    torch.testing.assert_close(loop_out, ref_out.detach(), rtol=1e-10, atol=1e-10)
+    g = torch.autograd.grad(out.sum() + state.square().sum(), (q, k, v, beta))
+    g_ref = torch.autograd.grad(loop_out.sum() + S.square().sum(), (q, k, v, beta))
+    for a, b in zip(g, g_ref):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-9)
+
+
+def test_negative_eigenvalues_flip_the_state():
+    """beta = 2 with a unit key is a reflection: writing nothing (v = 0) twice along one key negates
+    the state's component along it and then restores it, which a beta in (0, 1) cannot do."""
+    k = unit(rand(1, 1, 1, 4)).expand(1, 1, 2, 4)
+    s0 = rand(1, 1, 4, 3)
+    _, once = ops.delta_rule(k[:, :, :1], k[:, :, :1], torch.zeros(1, 1, 1, 3, dtype=torch.float64),
+                             torch.full((1, 1, 1), 2.0, dtype=torch.float64), initial_state=s0, return_state=True)
+    _, twice = ops.delta_rule(k, k, torch.zeros(1, 1, 2, 3, dtype=torch.float64),
+                              torch.full((1, 1, 2), 2.0, dtype=torch.float64), initial_state=s0, return_state=True)
+    along = k[0, 0, 0] @ s0[0, 0]
+    torch.testing.assert_close(k[0, 0, 0] @ once[0, 0], -along)
+    torch.testing.assert_close(twice, s0)

@@ -14,7 +14,7 @@ from evalsuite.records import RunRecord, Status
 
 LRS = (0.001, 0.003, 0.01)
 BEST = 0.003
-FLOORS = {"recall": None, "copy": 0.1, "listops": 0.13}
+FLOORS = {"recall": None, "copy": 0.1, "listops": 0.13, "word_problem": 0.5, "induction": 1 / 15}
 
 
 def cell(model, acc, *, task="recall", d_model=64, seq_len=64, pairs=16, settled=True, long=None, gain=0.0, spread=0.0,
@@ -157,6 +157,73 @@ CASES.update({
                        FRONTIER_AT_CHANCE),
 })
 
+
+
+def retask(runs, tag, task=None, model=None, metrics=None):
+    """The same runs with task and model keys added (and new ids, so two settings never collide)."""
+    out = []
+    for r in runs:
+        config = {**r.config, "task": {**r.config["task"], **(task or {})}, "model": {**r.config["model"], **(model or {})}}
+        out.append(r.model_copy(update={"run_id": r.run_id + tag, "config": config,
+                                        "metrics": {**r.metrics, **(metrics or {})}}))
+    return out
+
+
+def jrt(lin1, lin2, d1, d2, s1=1.0, s2=1.0, **kw):
+    def two_settings(model, width, one, two):
+        return (cell(model, one, d_model=width, seq_len=96, **kw)
+                + retask(cell(model, two, d_model=width, seq_len=96, **kw), "P2", task={"num_passes": 2}))
+    return two_settings("linear", 16, lin1, lin2) + two_settings("delta", 16, d1, d2) + two_settings("softmax", 32, s1, s2)
+
+
+def parity(neg, pos, lin, **kw):
+    task = {"group": "Z2", "num_kv_pairs": None}
+    return (retask(cell("delta", neg, task="word_problem", d_model=32, **kw.get("n", {})), "neg", task,
+                   {"negative_eigenvalues": True})
+            + retask(cell("delta", pos, task="word_problem", d_model=32, **kw.get("p", {})), "pos", task)
+            + retask(cell("linear", lin, task="word_problem", d_model=32, **kw.get("l", {})), "lin", task))
+
+
+SEGMENTS = [{"seq_len": 128}, {"seq_len": 256}, {"seq_len": 1024}]
+
+
+def induction(soft, soft_long, delta_acc, delta_long, **kw):
+    def one(model, acc, long_accs, **more):
+        metrics = {f"eval_{i}_accuracy": a for i, a in enumerate(long_accs)}
+        return retask(cell(model, acc, task="induction", **more), "", {"eval_segments": SEGMENTS, "num_kv_pairs": None},
+                      metrics=metrics)
+    return one("softmax", soft, soft_long, **kw) + one("delta", delta_acc, delta_long)
+
+
+CASES.update({
+    "jrt": (jrt(0.3, 0.9, 0.4, 0.95), jrt(0.3, 0.3, 0.4, 0.4), jrt(0.3, 0.9, 0.4, 0.95, settled=False),
+            jrt(*[1 / 16] * 6)),
+    "parity-negative-eigenvalues": (parity(1.0, 0.55, 0.5), parity(1.0, 0.99, 0.5), parity(1.0, 0.55, 0.5, p={"settled": False}),
+                                    parity(0.5, 0.5, 0.5)),
+    "induction-extrapolation": (induction(1.0, [1.0, 0.3, 0.07], 1.0, [1.0, 1.0, 1.0]),
+                                induction(1.0, [1.0, 1.0, 0.99], 1.0, [1.0, 1.0, 1.0]),
+                                induction(1.0, [1.0, 0.3, 0.07], 1.0, [1.0, 1.0, 1.0], settled=False),
+                                induction(1 / 15, [1 / 15] * 3, 1 / 15, [1 / 15] * 3)),
+})
+
+
+def test_jrt_needs_one_pass_to_fall_short():
+    """Where one pass already reaches softmax there is nothing for a second pass to raise."""
+    v = judge("jrt", jrt(0.99, 0.99, 0.99, 0.99))
+    assert v.status == rep.NOT_REPRODUCED and "one pass falls short" in v.why
+
+
+def test_parity_without_the_positive_control_is_inconclusive():
+    v = judge("parity-negative-eigenvalues", parity(0.55, 0.5, 0.5))
+    assert v.status == rep.INCONCLUSIVE and "positive control" in v.why
+    figures = " ".join(judge("parity-negative-eigenvalues", parity(1.0, 0.55, 0.5)).figures)
+    assert "Grazzi" in figures
+
+
+def test_induction_reports_every_test_length():
+    v = judge("induction-extrapolation", induction(1.0, [1.0, 0.3, 0.07], 1.0, [1.0, 0.9, 0.8]))
+    text = " ".join(v.figures)
+    assert "T=1024 0.070" in text and "T=1024 0.800" in text and "deviation" in text
 
 def test_pareto_and_smallest_state():
     rows = [{"state": 100, "accuracy": 0.5}, {"state": 200, "accuracy": 0.4}, {"state": 300, "accuracy": 0.9},

@@ -1,5 +1,9 @@
 """DeltaNet-style mixer: the delta rule with SiLU + L2-normalised queries and keys, beta = sigmoid;
-optionally gated (Gated DeltaNet: the state decays by a learned alpha_t before each edit)."""
+optionally gated (Gated DeltaNet: the state decays by a learned alpha_t before each edit), and
+optionally with beta in (0, 2) (``negative_eigenvalues``): the transition I - beta k k^T then has
+the eigenvalue 1 - beta in (-1, 1) along k, which lets one layer flip a sign per token and so
+track parity (Grazzi et al. 2024, "Unlocking state-tracking in linear RNNs through negative
+eigenvalues"); with beta in (0, 1) every eigenvalue is in [0, 1]."""
 from __future__ import annotations
 
 from typing import Literal
@@ -21,6 +25,10 @@ class DeltaOptions(MixerOptions):
     mode: Literal["chunk", "recurrent"] = Field("chunk", description="kernel used for training")
     chunk_size: int = Field(64, ge=1, description="chunk length of the WY form")
     gated: bool = Field(False, description="gated delta rule: S_t = alpha_t (I - beta k k^T) S_{t-1} + beta k v^T")
+    negative_eigenvalues: bool = Field(False, description="beta = 2 sigmoid(.) in (0, 2), so I - beta k k^T has an "
+                                       "eigenvalue in (-1, 1) (Grazzi et al. 2024); default beta = sigmoid(.) in (0, 1)")
+
+    LATE_FIELDS = frozenset({"negative_eigenvalues"})
 
 
 def key_map(x):
@@ -47,6 +55,8 @@ class DeltaRule(Mixer):
         q, k, v = (t.unflatten(-1, (self.n_heads, self.head_dim)) for t in self.qkv(x).chunk(3, dim=-1))
         q, k = key_map(q), key_map(k)
         beta = torch.sigmoid(self.beta(x))
+        if self.options.negative_eigenvalues:
+            beta = 2 * beta
         log_alpha = F.logsigmoid(self.gate(x) + GATE_OFFSET) if self.gate is not None else None
         return q, k, v, beta, log_alpha
 

@@ -8,6 +8,16 @@ Layout of one example (T = seq_len, D = num_kv_pairs)::
 Keys come from [1, V/2), values from [V/2, V), both without replacement; 0 is filler. The
 offsets 2g are drawn without replacement with p(g) ~ g^(a-1) (most queries come early). The
 target at a query position is the value that followed that key; every other target is -100.
+
+Repeated context ("just read twice", Arora et al. 2024; ``num_passes`` P > 1): the block of pairs
+is written P times before the queries, so a fixed-state model reads every pair again after it
+has seen which keys exist. With D = 2, P = 2, T = 12 (queries at even offsets after the passes)::
+
+    inputs   k3 v7 k1 v5 | k3 v7 k1 v5 | k1  _  k3  _
+    targets   .  .  .  . |  .  .  .  . | v5  .  v7  .
+
+Queries, targets and the chance floor (1/D) are those of one pass; ``answers`` points at the value
+in the last pass.
 """
 from __future__ import annotations
 
@@ -27,6 +37,10 @@ class RecallParams(TaskParams):
     random_non_queries: bool = Field(False, description="fill non-query positions with random tokens instead of 0")
     filler_vocab: int = Field(0, ge=0, description="with random_non_queries: 0 draws filler from the whole vocabulary "
                               "(Zoology; collisions with keys are counted), N > 0 from N extra tokens disjoint from keys and values")
+    num_passes: int = Field(1, ge=1, le=16, description="the block of pairs is written this many times before the "
+                            "queries (just read twice: 2)")
+
+    LATE_FIELDS = frozenset({"num_passes"})
 
 
 @TASKS.register()  # under its `name`
@@ -42,9 +56,11 @@ class MQAR(Task):
         "zoology-128": dict(vocab_size=8192, seq_len=128, num_kv_pairs=8, random_non_queries=True),
         "zoology-256": dict(vocab_size=8192, seq_len=256, num_kv_pairs=16, random_non_queries=True),
         "zoology-512": dict(vocab_size=8192, seq_len=512, num_kv_pairs=64, random_non_queries=True),
+        # just read twice: the default setting with the pairs written twice (T 96 keeps 48 query slots)
+        "jrt": dict(vocab_size=256, seq_len=96, num_kv_pairs=8, num_passes=2),
     }
-    preset_bases = {"zoology-128": "zoology", "zoology-256": "zoology", "zoology-512": "zoology"}
-    slice_keys = ("num_kv_pairs", "seq_len")
+    preset_bases = {"zoology-128": "zoology", "zoology-256": "zoology", "zoology-512": "zoology", "jrt": "default"}
+    slice_keys = ("num_kv_pairs", "seq_len", "num_passes")
     chance_rule = "1/D: answering one of the D values of the context at random"
 
     def context_chance(self, batch: Batch) -> float:
@@ -63,8 +79,9 @@ class MQAR(Task):
 
     def check(self) -> None:
         p = self.params
-        if 4 * p.num_kv_pairs > p.seq_len:
-            raise ValueError(f"recall needs 4 x num_kv_pairs <= seq_len (2D tokens for the pairs, D query "
+        if 2 * (p.num_passes + 1) * p.num_kv_pairs > p.seq_len:
+            need = "4 x num_kv_pairs" if p.num_passes == 1 else f"2 x (num_passes + 1) x num_kv_pairs = {2 * (p.num_passes + 1) * p.num_kv_pairs}"
+            raise ValueError(f"recall needs {need} <= seq_len (2D tokens for the pairs per pass, D query "
                              f"slots at even offsets), got num_kv_pairs={p.num_kv_pairs}, seq_len={p.seq_len}")
         n_keys, n_values = p.vocab_size // 2 - 1, p.vocab_size - p.vocab_size // 2
         if p.num_kv_pairs > min(n_keys, n_values):
@@ -78,20 +95,22 @@ class MQAR(Task):
         half = V // 2
         keys = sample_distinct(rng, n, D, 1, half)
         values = sample_distinct(rng, n, D, half, V)
-        context = 2 * D
+        block = 2 * D
+        context = block * p.num_passes
         space = (T - context) // 2
         weights = p.power_a * np.arange(1, space + 1, dtype=np.float64) ** (p.power_a - 1)
         gaps = weighted_sample_distinct(rng, n, D, weights / weights.sum())
 
         inputs = np.zeros((n, T), dtype=np.int64)
-        inputs[:, 0:context:2] = keys
-        inputs[:, 1:context:2] = values
+        for start in range(0, context, block):  # each pass writes the same pairs in the same order
+            inputs[:, start:start + block:2] = keys
+            inputs[:, start + 1:start + block:2] = values
         query_pos = context + 2 * gaps
         np.put_along_axis(inputs, query_pos, keys, axis=1)
         targets = np.full((n, T), IGNORE, dtype=np.int64)
         np.put_along_axis(targets, query_pos, values, axis=1)
         answers = np.full((n, T), -1, dtype=np.int64)
-        np.put_along_axis(answers, query_pos, np.arange(1, context, 2)[None, :].repeat(n, 0), axis=1)
+        np.put_along_axis(answers, query_pos, np.arange(context - block + 1, context, 2)[None, :].repeat(n, 0), axis=1)
         collisions = np.zeros(n, dtype=np.int64)
         if p.random_non_queries:
             filler = inputs == 0
@@ -105,4 +124,4 @@ class MQAR(Task):
                     collisions[rows] = (filler[rows] & is_key).sum(axis=1)
         return Batch(torch.from_numpy(inputs), torch.from_numpy(targets),
                      {"num_kv_pairs": torch.full((n,), D, dtype=torch.long), "seq_len": torch.full((n,), T),
-                      "filler_collisions": torch.from_numpy(collisions)}, answers=torch.from_numpy(answers))
+                      "num_passes": torch.full((n,), p.num_passes), "filler_collisions": torch.from_numpy(collisions)}, answers=torch.from_numpy(answers))
