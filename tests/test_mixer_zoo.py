@@ -75,3 +75,17 @@ def test_tiny_runs_end_to_end(model):
     assert result.metrics["state_size"] > 0 and result.metrics["analysis"]["state_rank"]
     if model == "based":
         assert result.config["model"]["feature_map"] == "taylor"
+
+
+@pytest.mark.parametrize("gate, start", [("scalar", 0.95), ("vector", 0.958), ("fixed", 1 - 2 ** -5)])
+def test_decay_at_initialisation_is_the_documented_one(gate, start):
+    """The gate of a freshly built model (after the backbone's generic init, which zeroes biases)
+    keeps about ``start`` of the state per token; a decay of 0.5 would erase recall from the start."""
+    from evalsuite.models import build
+
+    torch.manual_seed(0)
+    model = build("gla", vocab_size=16, d_model=32, n_layers=1, n_heads=1, gate=gate, positions="none")
+    mixer = next(m for m in model.modules() if type(m).__name__ == "GatedLinearAttention")
+    x = torch.randn(2, 9, 32)
+    log_g = mixer._project(x)[3]
+    assert torch.allclose(log_g.exp().mean(), torch.tensor(start), atol=0.01), float(log_g.exp().mean())

@@ -25,6 +25,9 @@ from .decayed import decayed_attention, decayed_attention_matrix, decayed_step
 
 GATE_RANK, GATE_TEMPERATURE = 16, 16.0  # GLA's low-rank gate and its normaliser
 SCALAR_DECAY_START = 0.95               # the Mamba-2-style gate's decay at initialisation
+# added to the scalar gate's logit in forward (the backbone's generic init zeroes every bias, which
+# would start the decay at exp(-softplus(0)) = 0.5 per token: no memory beyond a few tokens)
+SCALAR_GATE_OFFSET = math.log(math.expm1(-math.log(SCALAR_DECAY_START)))
 
 
 class GLAOptions(MixerOptions):
@@ -51,8 +54,6 @@ class GatedLinearAttention(Mixer):
             self.register_buffer("log_gamma", torch.log(gamma), persistent=False)
         elif options.gate == "scalar":
             self.gate = nn.Linear(d_model, H)
-            nn.init.zeros_(self.gate.weight)
-            nn.init.constant_(self.gate.bias, math.log(math.expm1(-math.log(SCALAR_DECAY_START))))
         else:
             self.gate = nn.Sequential(nn.Linear(d_model, GATE_RANK, bias=False), nn.Linear(GATE_RANK, H * d))
 
@@ -64,7 +65,7 @@ class GatedLinearAttention(Mixer):
         if self.options.gate == "fixed":
             log_g = self.log_gamma[None, :, None].expand(B, -1, T)
         elif self.options.gate == "scalar":
-            log_g = -F.softplus(self.gate(x).float()).transpose(1, 2)                 # [B, T, H] -> [B, H, T]
+            log_g = -F.softplus(self.gate(x).float() + SCALAR_GATE_OFFSET).transpose(1, 2)  # [B, T, H] -> [B, H, T]
         else:
             log_g = F.logsigmoid(self.gate(x).float()) / GATE_TEMPERATURE            # [B, T, H*d]
             log_g = self.split_heads(log_g)                                           # -> [B, H, T, d]
