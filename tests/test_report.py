@@ -1,5 +1,6 @@
 """The HTML report opened in a real browser (Debian's Chromium driven by Playwright)."""
 import copy
+import json
 import re
 import textwrap
 from pathlib import Path
@@ -160,7 +161,7 @@ def test_frontier_section_leads_and_marks_the_pareto_frontier():
     runs = [run("delta", 16, 0.9, 600), run("delta", 32, 0.99, 2200), run("linear", 16, 0.3, 700, feature_map="elu1"),
             run("linear", 32, 0.95, 2300, feature_map="elu1"), run("swa", 32, 0.5, 2048, window=16)]
     html = builder.render(runs)
-    assert html.index('id="frontier"') < html.index('id="scaling"') if 'id="scaling"' in html else 'id="frontier"' in html
+    assert html.index('id="frontier"') < html.index('id="summary"')  # the headline figure leads
     frontier_part = html[html.index('id="frontier"'):html.index('id="runs"')]
     table = frontier_part[:frontier_part.index("<details>")]  # the per-model table, before the points
     assert "Pareto frontier" in frontier_part and "least state reaching 0.9" in frontier_part
@@ -168,3 +169,14 @@ def test_frontier_section_leads_and_marks_the_pareto_frontier():
     rows = re.findall(r"<tr><td>recall, T=64, D=16</td><td>([^<]+)</td><td class=\"num\">\d+</td><td class=\"num\">[^<]*</td>\s*"
                       r"<td class=\"num\">([^<]+)</td>", table)
     assert dict(rows) == {"delta": "600", "linear/elu1": "2300", "swa": "never"}
+
+
+def test_compact_report_keeps_each_run_but_not_its_curves_or_analyses(report_store):
+    runs = Store(report_store.parent / "store.db").runs()
+    full, compact = builder.render(runs), builder.render(runs, compact=True)
+    assert len(compact) < len(full)
+    assert "training curves of" in full and "training curves of" not in compact
+    for r in runs:
+        assert f'id="run-{r.run_id}"' in compact  # every point of a plot still links to its run
+    data = json.loads(compact[compact.index('id="evalsuite-data">') + 20:compact.index("</script>", compact.index('id="evalsuite-data">'))])
+    assert all("analysis" not in r["metrics"] and "accuracy" in r["metrics"] for r in data["runs"] if r["status"] == "done")

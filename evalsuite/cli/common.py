@@ -43,6 +43,12 @@ def threads_option(command):
                              "the cores divided among sweep workers]")(command)
 
 
+def compact_option(command):
+    return click.option("--compact", is_flag=True,
+                        help="a smaller report to commit or share: no per-run training curves, and the embedded data "
+                             "without each run's analyses and slices")(command)
+
+
 def overwrite_option(command):
     return click.option("--overwrite", is_flag=True, help="replace an existing output file")(command)
 

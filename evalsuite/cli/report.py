@@ -13,7 +13,8 @@ from evalsuite.cli import common, main
               help="png (small) or svg (for publication) for the summary plots")
 @click.option("--open", "open_after", is_flag=True, help="open the report in the default browser")
 @click.option("--sweep", "sweep_id", default=None, help="only the runs of this sweep (id or unique prefix)")
-def report(store_path, output, plot_format, open_after, sweep_id):
+@common.compact_option
+def report(store_path, output, plot_format, open_after, sweep_id, compact):
     """Write a self-contained HTML report of every run in the store (or one sweep). Reads the
     store without modifying it."""
     from evalsuite import files
@@ -29,7 +30,7 @@ def report(store_path, output, plot_format, open_after, sweep_id):
             raise common.BadInput(f"--sweep: {exc.args[0]}") from None
     runs = store.runs(run_ids)
     path = builder.write(runs, output, title=f"evalsuite report: {len(runs)} runs", probes=store.probes(),
-                         plot_format=plot_format)
+                         plot_format=plot_format, compact=compact)
     click.echo(f"report   {path} ({path.stat().st_size / 2**20:.1f} MiB, {len(runs)} runs)")
     if open_after:
         click.launch(str(path.resolve()))

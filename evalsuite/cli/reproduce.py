@@ -15,7 +15,9 @@ from evalsuite.cli import common, main
 @click.option("--verdicts-only", is_flag=True, help="judge what the store holds; run nothing (the store is only read)")
 @click.option("-o", "--output", default=None, type=click.Path(),
               help="reproduction report [default: reports/reproduce-SCALE.html beside the store]")
-def reproduce(names, scale, list_only, executor, workers, address, device, store_path, threads, verdicts_only, output):
+@common.compact_option
+def reproduce(names, scale, list_only, executor, workers, address, device, store_path, threads, verdicts_only, output,
+              compact):
     """Run the experiments behind docs/FINDINGS.md (all, or NAMES) and judge each from the stored results."""
     from evalsuite import files
     from evalsuite import reproduce as rep
@@ -60,5 +62,5 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
             click.echo(f"{'':<17}{f}")
     runs = list({r.run_id: r for name in names for r in rep.experiment_runs(rep.EXPERIMENTS[name], scale, store)}.values())
     path = builder.write(runs, output, title=f"evalsuite: reproducing the literature ({scale} scale)",
-                         probes=store.probes(), preamble=rep.verdict_html(verdicts))
-    click.echo(f"report   {path}")
+                         probes=store.probes(), preamble=rep.verdict_html(verdicts), compact=compact)
+    click.echo(f"report   {path} ({path.stat().st_size / 2**20:.1f} MiB, {len(runs)} runs)")

@@ -129,30 +129,35 @@ SCALAR_METRICS = ("accuracy", "val_accuracy", "context_chance", "majority_rate",
 
 
 def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes: pd.DataFrame | None = None,
-           plot_format: str = "png", preamble: str | None = None) -> str:
+           plot_format: str = "png", preamble: str | None = None, compact: bool = False) -> str:
     """``runs``: run records. ``probes``: capacity-probe rows (``evalsuite.analysis.capacity_probe``
-    output, several memories)."""
+    output, several memories). ``compact``: for a report that is committed or mailed; each run keeps
+    its section (status, accuracy beside chance, scalars, configuration) but not its training-curve
+    image, and the embedded data keeps each run's config and scalar metrics, not its analyses and
+    slices (the store holds those)."""
     if plot_format not in PLOT_FORMATS:
         raise ValueError(f"plot_format must be one of {PLOT_FORMATS}, got {plot_format!r}")
     runs = list(runs)
     summary = summarize(runs)
     slices = _slices(runs, {row["anchor"] for row in summary})
-    views = [_view(r) for r in runs]  # what the template shows of each run
+    views = [_view(r, curve=not compact) for r in runs]  # what the template shows of each run
     raw = _clean([r.model_dump(mode="json", exclude={"history"}) for r in runs])
+    if compact:
+        raw = [{**r, "metrics": {k: v for k, v in r["metrics"].items() if k in SCALAR_METRICS}} for r in raw]
     data = ReportData(runs, summary, slices, probes)
     built = [(section, section.build(data, plot_format)) for section in sections()]
     context = dict(
         title=title, preamble=preamble, runs=views, summary=summary,
         failed=[v for v in views if v["status"] != "done"],
-        sections=[{"id": s.id, "title": s.title, "template": s.template, "data": d} for s, d in built if d],
+        sections=[{"id": s.id, "title": s.title, "template": s.template, "data": d, "leads": s.leads} for s, d in built if d],
         raw_json=_json_for_script({"runs": raw, "probes": None if probes is None else _clean(probes.to_dict("records"))}),
     )
     return _env.get_template("report.html.j2").render(**context)
 
 
-def _view(r: RunRecord) -> dict:
+def _view(r: RunRecord, curve: bool = True) -> dict:
     return {**r.model_dump(exclude={"history"}), "status": r.status.value, "label": model_label(r.config),
-            "curve": plots.training_curves(r.history, fmt="png"),  # small, many of them
+            "curve": plots.training_curves(r.history, fmt="png") if curve else None,  # small, many of them
             "config_json": json.dumps(r.config, indent=2, sort_keys=True),
             "scalars": [(k, r.metrics[k]) for k in SCALAR_METRICS if k in r.metrics],
             "convergence": convergence_note(r.metrics), "errors": (r.metrics.get("analysis") or {}).get("errors")}

@@ -35,6 +35,7 @@ class Section:
     id: ClassVar[str]       # the anchor (``#id``) and the partial's name
     title: ClassVar[str]    # the navigation link
     order: ClassVar[int] = 50
+    leads: ClassVar[bool] = False  # shown before the summary table (a headline figure)
 
     def build(self, data: ReportData, fmt: str) -> Any:
         """What the partial shows (falsy: the section is left out)."""

@@ -16,6 +16,7 @@ MIN_MODELS, MIN_POINTS = 2, 4  # below this there is no picture to draw
 
 class Frontier(Section):
     id, title, order = "frontier", "Frontier", 5
+    leads = True  # the recall-memory picture heads a reproduction report
 
     def build(self, data: ReportData, fmt: str) -> dict | None:
         rows = pd.DataFrame([{"task": r["task"], "T": r["seq_len"], "D": r["pairs"], "model": r["model"],
