@@ -223,7 +223,7 @@ def test_parity_without_the_positive_control_is_inconclusive():
 def test_induction_reports_every_test_length():
     v = judge("induction-extrapolation", induction(1.0, [1.0, 0.3, 0.07], 1.0, [1.0, 0.9, 0.8]))
     text = " ".join(v.figures)
-    assert "T=1024 0.070" in text and "T=1024 0.800" in text and "deviation" in text
+    assert "T=1024 0.070" in text and "T=1024 0.800" in text and "Deviations" in text
 
 def test_pareto_and_smallest_state():
     rows = [{"state": 100, "accuracy": 0.5}, {"state": 200, "accuracy": 0.4}, {"state": 300, "accuracy": 0.9},
