@@ -64,6 +64,11 @@ PRESETS: dict[str, dict[str, Any]] = {
         "model": dict(d_model=64, n_layers=2, n_heads=1, conv_kernel=4),
         "train": dict(lr=3e-3, batch_size=64, num_train=40_000, epochs=8, eval_every=50),
     },
+    "zoology-readme": {
+        "description": "Zoology's README-plot protocol (030325_new_arch): 2 layers, 2 heads, no MLP, no positions, batch 256, 32 epochs of 180,000 examples; GPU scale",
+        "model": dict(d_model=128, n_layers=2, n_heads=2, conv_kernel=3, mlp_ratio=0, positions="none"),
+        "train": dict(lr=0.00316, batch_size=256, num_train=180_000, num_test=1_000, epochs=32, eval_every=1000),
+    },
     "extrapolate": {
         "description": "the default preset without learned positions (the short convolution supplies order), for test lengths beyond training",
         "model": dict(d_model=64, n_layers=2, n_heads=1, conv_kernel=4, positions="none"),

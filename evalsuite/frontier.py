@@ -39,10 +39,15 @@ class Family:
 
 
 def families(scale: str) -> list[Family]:
-    widths = (16, 32) if scale == "cpu" else (64, 128, 256, 512)
+    """The families and their axes. ``paper`` follows Zoology's README-plot sweep
+    (``zoology/experiments/030325_new_arch`` and ``models_repo.py``): widths 64 / 128 / 256 for the
+    fixed-state mixers, softmax and the sliding window at 128, windows 8 ... 1024, Based's feature
+    size 8 / 16 / 24 (Zoology crosses it with widths 48 / 64 / 128; here at width 64 only)."""
+    widths = (16, 32) if scale == "cpu" else (64, 128, 256)
     width = 32 if scale == "cpu" else 128
-    windows = (8, 16, 32) if scale == "cpu" else (32, 64, 128, 256)
+    windows = (8, 16, 32) if scale == "cpu" else (8, 16, 32, 64, 128, 256, 512, 1024)
     features = (4, 8) if scale == "cpu" else (8, 16, 24)
+    based_width = 32 if scale == "cpu" else 64
     based_window = 8 if scale == "cpu" else 64
     return [
         Family("softmax", {"model": "softmax", "model.d_model": width}, "model.d_model", (width,), "control"),
@@ -52,9 +57,9 @@ def families(scale: str) -> list[Family]:
         Family("Mamba-2 gate", {"model": "gla", "model.gate": "scalar"}, "model.d_model", widths, "decayed"),
         Family("RetNet", {"model": "gla", "model.gate": "fixed"}, "model.d_model", widths, "decayed"),
         Family("sliding window", {"model": "swa", "model.d_model": width}, "model.window", windows, "window"),
-        Family("Based", {"model": "based", "model.d_model": width, "model.window": based_window}, "model.feature_dim",
+        Family("Based", {"model": "based", "model.d_model": based_width, "model.window": based_window}, "model.feature_dim",
                features, "based"),
-        Family("Taylor linear", {"model": "linear", "model.feature_map": "taylor", "model.d_model": width},
+        Family("Taylor linear", {"model": "linear", "model.feature_map": "taylor", "model.d_model": based_width},
                "model.feature_dim", features, "based-part"),
     ]
 

@@ -692,17 +692,24 @@ PARAMS = {
         "cpu": {"seq_len": 64, "d_model": 64, "beyond": 4, "models": [("softmax", "softmax", {}), ("delta", "delta", {})]},
         "paper": {"seq_len": 256, "d_model": 64, "beyond": 4, "models": [("softmax", "softmax", {}), ("delta", "delta", {})]}},
     **{name: {"cpu": {"scale": "cpu", "setting": {"task.seq_len": 64, "task.num_kv_pairs": 16}},
-              "paper": {"scale": "paper", "setting": {"task.seq_len": 256, "task.num_kv_pairs": 16}}}
+              "paper": {"scale": "paper", "setting": {"task.vocab_size": 8192}}}  # the zoology-mixture preset's runs
        for name in ("frontier-delta", "frontier-swa", "frontier-based")},
 }
 
+FRONTIER_PAPER_LRS = [0.001, 0.00316, 0.01, 0.0316]  # Zoology's README plot: logspace(-3, -1.5, 4)
 # one sweep behind the three frontier verdicts (shared run ids: each run trains once)
 FRONTIER_SPECS = {
     # the base is itself a point (the softmax control at the middle rate), so it adds no run
     "cpu": {"base": {**CPU_BASE, "model.d_model": 32, "train.lr": CPU_LRS[1]}, "set": {**CPU_SET, "task.num_kv_pairs": 16},
             "points": frontier.points("cpu", CPU_LRS)},
-    "paper": {"base": {**PAPER_BASE, "preset": "zoology-256", "model.d_model": 128, "train.lr": PAPER_LRS[2]},
-              "points": frontier.points("paper", PAPER_LRS)},
+    # Zoology's README plot (zoology/experiments/030325_new_arch): the recall preset zoology-mixture
+    # (train (T, D) = (64, 4) x 100k, (128, 8), (256, 16), (256, 32), (256, 64) x 20k each; test to
+    # (1024, 256)), 2 layers, 2 heads, no MLP, no positions, batch 256, 32 epochs, rates
+    # logspace(-3, -1.5, 4). Deviations: our short convolution (kernel 3) stands in for its BaseConv
+    # (kernel 3 plus an implicit long convolution); Based at width 64 only.
+    "paper": {"base": {"task": "recall", "model": "softmax", "preset": "zoology-mixture", "model.d_model": 128,
+                       "train.lr": FRONTIER_PAPER_LRS[1]},
+              "points": frontier.points("paper", FRONTIER_PAPER_LRS)},
 }
 ALIASES = {"frontier": ["frontier-delta", "frontier-swa", "frontier-based"]}
 

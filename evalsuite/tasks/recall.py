@@ -56,10 +56,18 @@ class MQAR(Task):
         "zoology-128": dict(vocab_size=8192, seq_len=128, num_kv_pairs=8, random_non_queries=True),
         "zoology-256": dict(vocab_size=8192, seq_len=256, num_kv_pairs=16, random_non_queries=True),
         "zoology-512": dict(vocab_size=8192, seq_len=512, num_kv_pairs=64, random_non_queries=True),
+        # Zoology's README plot (zoology/experiments/030325_new_arch): a training mixture, tests to T 1024
+        "zoology-mixture": dict(vocab_size=8192, seq_len=64, num_kv_pairs=4, segments=[
+            {"seq_len": 64, "num_kv_pairs": 4, "share": 5}, {"seq_len": 128, "num_kv_pairs": 8},
+            {"seq_len": 256, "num_kv_pairs": 16}, {"seq_len": 256, "num_kv_pairs": 32}, {"seq_len": 256, "num_kv_pairs": 64}],
+            eval_segments=[{"seq_len": 64, "num_kv_pairs": 8}, {"seq_len": 64, "num_kv_pairs": 16},
+                           {"seq_len": 128, "num_kv_pairs": 32}, {"seq_len": 256, "num_kv_pairs": 64},
+                           {"seq_len": 512, "num_kv_pairs": 128}, {"seq_len": 1024, "num_kv_pairs": 256}]),
         # just read twice: the default setting with the pairs written twice (T 96 keeps 48 query slots)
         "jrt": dict(vocab_size=256, seq_len=96, num_kv_pairs=8, num_passes=2),
     }
-    preset_bases = {"zoology-128": "zoology", "zoology-256": "zoology", "zoology-512": "zoology", "jrt": "default"}
+    preset_bases = {"zoology-128": "zoology", "zoology-256": "zoology", "zoology-512": "zoology", "jrt": "default",
+                    "zoology-mixture": "zoology-readme"}
     slice_keys = ("num_kv_pairs", "seq_len", "num_passes")
     chance_rule = "1/D: answering one of the D values of the context at random"
 
