@@ -197,8 +197,10 @@ def make_optimizer(model, train: cfg.TrainConfig, device: torch.device) -> torch
     return torch.optim.AdamW(groups, lr=train.lr, betas=(0.9, 0.98), **extra)
 
 
-def train_step(model, optimizer, batch: Batch, grad_clip: float, autocast) -> float:
-    """One optimisation step on the graded positions of ``batch``; returns the loss."""
+def train_step(model, optimizer, batch: Batch, grad_clip: float, autocast) -> torch.Tensor:
+    """One optimisation step on the graded positions of ``batch``; returns the loss as a detached
+    0-d tensor on the model's device (reading it is a host sync: the loop does so only at
+    evaluation points)."""
     with autocast:
         loss, _, _ = graded_loss(model, batch)
     optimizer.zero_grad(set_to_none=True)
@@ -206,7 +208,28 @@ def train_step(model, optimizer, batch: Batch, grad_clip: float, autocast) -> fl
     if grad_clip > 0:
         torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
     optimizer.step()
-    return loss.detach().item()
+    return loss.detach()
+
+
+def first_non_finite(losses: list[torch.Tensor]) -> int | None:
+    """Index of the first non-finite loss of ``losses`` (one host sync for all of them), or None."""
+    if not losses:
+        return None
+    bad = ~torch.isfinite(torch.stack(losses).float())
+    return int(bad.int().argmax()) if bool(bad.any()) else None
+
+
+STAGE_FRACTION = 0.25  # stage the data on a GPU when it takes at most this share of the free memory
+
+
+def stage(data: dict[str, Batch], device: torch.device) -> dict[str, Batch]:
+    """The splits moved to ``device`` once, where they fit (CUDA); else as they are (batches then
+    move one at a time)."""
+    if device.type != "cuda":
+        return data
+    size = sum(b.inputs.numel() * b.inputs.element_size() * 3 for b in data.values())  # inputs, targets, masks
+    free, _ = torch.cuda.mem_get_info(device)
+    return {k: b.to(device) for k, b in data.items()} if size <= STAGE_FRACTION * free else data
 
 
 def resample_feature_maps(model: torch.nn.Module) -> None:
@@ -260,23 +283,27 @@ def _train(config: dict, device: torch.device, metrics: dict, history: list, pro
     evals_without_gain = 0
     step, loss_value = 0, float("nan")
     order = torch.empty(0, dtype=torch.long)
+    staged = stage({"train": data["train"]}, device)["train"]
+    losses: list[torch.Tensor] = []  # since the last evaluation, on the device (no host sync per step)
     model.train()
     train_start = time.perf_counter()
     while step < total_steps:
         if step % batches_per_epoch == 0:
-            order = torch.randperm(len(data["train"]), generator=shuffle)
+            order = torch.randperm(len(data["train"]), generator=shuffle).to(staged.inputs.device)
         i = step % batches_per_epoch
-        batch = data["train"][order[i * train.batch_size:(i + 1) * train.batch_size]].to(device)
-        loss_value = train_step(model, optimizer, batch, train.grad_clip, autocast_for(device, train.precision))
+        batch = staged[order[i * train.batch_size:(i + 1) * train.batch_size]].to(device)
+        losses.append(train_step(model, optimizer, batch, train.grad_clip, autocast_for(device, train.precision)))
         schedule.step()
         step += 1
-        if not math.isfinite(loss_value):
-            raise Diverged(f"training loss became {loss_value} at step {step}")
         bar.update(1)
         if train.resample_every and step % train.resample_every == 0:
             resample_feature_maps(model)  # between steps: never inside a sequence
 
         if step % train.eval_every == 0 or step == total_steps:
+            bad = first_non_finite(losses)  # the loop's one read of the losses
+            if bad is not None:
+                raise Diverged(f"training loss became {float(losses[bad])} at step {step - len(losses) + bad + 1}")
+            loss_value, losses = float(losses[-1]), []
             val = evaluate(model, data["val"], device, train.precision)
             history.append({"step": step, "train_loss": loss_value, "val_loss": val["loss"],
                                    "val_accuracy": val["accuracy"], "lr": schedule.get_last_lr()[0]})

@@ -99,7 +99,12 @@ class Mixer(nn.Module):
 
 
 class ShortConv(nn.Module):
-    """Causal depthwise convolution over time; keeps kernel-1 past inputs when decoding."""
+    """Causal depthwise convolution over time; keeps kernel-1 past inputs when decoding.
+
+    The parameters are those of ``nn.Conv1d(d, d, k, groups=d)`` (``conv.weight [d, 1, k]``,
+    ``conv.bias [d]``), but the forward pass is k shifted multiply-adds over ``[B, T, d]``:
+    y_t = b + sum_j w_j * x_{t-(k-1)+j}. It matches ``conv1d`` (tests/test_models.py, float64) and
+    avoids the depthwise convolution's slow CPU backward and the two transposes around it."""
 
     def __init__(self, d_model: int, kernel: int):
         super().__init__()
@@ -107,8 +112,13 @@ class ShortConv(nn.Module):
         self.conv = nn.Conv1d(d_model, d_model, kernel, groups=d_model, padding=kernel - 1)
 
     def forward(self, x):
-        T = x.shape[1]
-        return self.conv(x.transpose(1, 2))[..., :T].transpose(1, 2)
+        T, k = x.shape[1], self.kernel
+        w = self.conv.weight[:, 0]                                   # [d, k]: tap j multiplies x_{t-(k-1)+j}
+        padded = F.pad(x, (0, 0, k - 1, 0))                          # [B, T + k - 1, d], zeros before t = 0
+        y = padded[:, k - 1:] * w[:, k - 1] + self.conv.bias
+        for j in range(k - 1):
+            y = y + padded[:, j:j + T] * w[:, j]
+        return y
 
     def step(self, x, past):
         """``x [B, d]``, ``past [B, kernel - 1, d]`` (the previous inputs) -> (y, new past)."""
