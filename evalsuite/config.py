@@ -55,6 +55,10 @@ class TrainConfig(Params):
     target_accuracy: float = Field(TARGET_ACCURACY, gt=0, le=1, description="stop once validation accuracy reaches this (Zoology: 0.99)")
     precision: Literal["auto", "fp32", "bf16"] = Field("auto", description="auto: bf16 autocast on CUDA, fp32 on CPU")
     resample_every: int = Field(0, ge=0, description="steps between redraws of random feature maps (performer); 0 never")
+    compile: bool = Field(False, description="train through torch.compile (opt in); falls back to eager with a warning "
+                          "where no compiler works; the first step's time, compilation included, is compile_time_s")
+
+    LATE_FIELDS = frozenset({"compile"})
 
 
 # Named presets: model and train settings; each task adds its own parameters of the same name.

@@ -11,6 +11,7 @@ import copy
 import math
 import sys
 import time
+import types
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -232,6 +233,28 @@ def stage(data: dict[str, Batch], device: torch.device) -> dict[str, Batch]:
     return {k: b.to(device) for k, b in data.items()} if size <= STAGE_FRACTION * free else data
 
 
+def _compiled_first_step(model, optimizer, batch, train, device, metrics, warnings, losses):
+    """The first step through ``torch.compile(model)``, timed (``compile_time_s``: compilation plus
+    one step); where compilation fails, a warning and the same step in eager mode. Returns what the
+    later steps call."""
+    autocast = autocast_for(device, train.precision)
+    start = time.perf_counter()
+    try:
+        # the trunk only: the graded positions are selected by a mask of data-dependent size
+        compiled = types.SimpleNamespace(hidden=torch.compile(model.hidden), head=model.head, parameters=model.parameters)
+        losses.append(train_step(compiled, optimizer, batch, train.grad_clip, autocast))
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        metrics["compile_time_s"] = time.perf_counter() - start
+        return compiled
+    except Exception as exc:  # no C++ compiler, an unsupported op, ...: train eagerly
+        message = f"train.compile: torch.compile failed ({type(exc).__name__}: {str(exc).splitlines()[0][:200]}); trained eagerly"
+        warnings.append(message)
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(train_step(model, optimizer, batch, train.grad_clip, autocast))
+        return model
+
+
 def resample_feature_maps(model: torch.nn.Module) -> None:
     """Redraw every random feature map of ``model`` (a no-op for deterministic maps)."""
     for module in model.modules():
@@ -244,10 +267,11 @@ def train_run(config: dict, device: torch.device, progress: bool | None = None, 
     SIGTERM are raised: the caller records the run as interrupted)."""
     metrics: dict[str, Any] = {}
     history: list[dict[str, float]] = []
+    warnings: list[str] = []
     model = test = None
     start = time.perf_counter()
     try:
-        model, test = _train(config, device, metrics, history, progress, cache_dir)
+        model, test = _train(config, device, metrics, history, progress, cache_dir, warnings)
         status, error = Status.DONE, None
     except Diverged as exc:
         status, error = Status.DIVERGED, str(exc)
@@ -255,12 +279,14 @@ def train_run(config: dict, device: torch.device, progress: bool | None = None, 
         status, error = Status.FAILED, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"
     metrics["wall_time_s"] = time.perf_counter() - start
     record = RunRecord(run_id=cfg.run_id(config), config=config, status=status, error=error, metrics=metrics,
-                       history=history)
+                       history=history, warnings=warnings)
     return Trained(record, model, test)
 
 
-def _train(config: dict, device: torch.device, metrics: dict, history: list, progress: bool | None, cache_dir):
-    """Fill ``metrics`` and ``history``; return the model at its best checkpoint and the test batch."""
+def _train(config: dict, device: torch.device, metrics: dict, history: list, progress: bool | None, cache_dir,
+           warnings: list[str]):
+    """Fill ``metrics``, ``history`` and ``warnings``; return the model at its best checkpoint and
+    the test batch."""
     train, seed = cfg.TrainConfig(**config["train"]), config["seed"]  # typed: attributes, validated
     torch.manual_seed(seed)
     data, eval_sets, all_tasks = make_data(config["task"], train, seed, cache_dir=cache_dir)
@@ -284,6 +310,7 @@ def _train(config: dict, device: torch.device, metrics: dict, history: list, pro
     step, loss_value = 0, float("nan")
     order = torch.empty(0, dtype=torch.long)
     staged = stage({"train": data["train"]}, device)["train"]
+    stepper = model  # what the training steps call: the model, or its compiled form (train.compile)
     losses: list[torch.Tensor] = []  # since the last evaluation, on the device (no host sync per step)
     model.train()
     train_start = time.perf_counter()
@@ -292,7 +319,10 @@ def _train(config: dict, device: torch.device, metrics: dict, history: list, pro
             order = torch.randperm(len(data["train"]), generator=shuffle).to(staged.inputs.device)
         i = step % batches_per_epoch
         batch = staged[order[i * train.batch_size:(i + 1) * train.batch_size]].to(device)
-        losses.append(train_step(model, optimizer, batch, train.grad_clip, autocast_for(device, train.precision)))
+        if step == 0 and train.compile:
+            stepper = _compiled_first_step(model, optimizer, batch, train, device, metrics, warnings, losses)
+        else:
+            losses.append(train_step(stepper, optimizer, batch, train.grad_clip, autocast_for(device, train.precision)))
         schedule.step()
         step += 1
         bar.update(1)

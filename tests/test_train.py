@@ -96,3 +96,33 @@ def test_store_round_trip(store_path):
         RunRecord(run_id="abc", config=config, status="weird")
     with pytest.raises(ValueError, match="metric 'accuracy' must be float"):
         RunRecord(run_id="abc", config=config, status="done", metrics={"accuracy": "high"})
+
+
+def test_compile_is_opt_in_and_falls_back_with_a_warning(monkeypatch):
+    """train.compile leaves the ids of runs without it unchanged; where torch.compile fails the run
+    trains eagerly, says so, and matches the eager run."""
+    import evalsuite
+    from evalsuite import config as cfg
+
+    plain = cfg.resolve("recall", "softmax", preset="tiny")
+    assert "compile" not in plain["train"]
+    assert cfg.run_id(plain) == cfg.run_id(cfg.resolve("recall", "softmax", preset="tiny", overrides={"train.compile": False}))
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no compiler here")
+
+    monkeypatch.setattr(torch, "compile", broken)
+    eager = evalsuite.run("recall", "softmax", preset="tiny", store=False)
+    fallback = evalsuite.run("recall", "softmax", preset="tiny", store=False, **{"train.compile": True})
+    assert fallback.status == "done" and "compile_time_s" not in fallback.metrics
+    assert any("torch.compile failed (RuntimeError: no compiler here)" in w for w in fallback.warnings)
+    assert fallback.metrics["accuracy"] == eager.metrics["accuracy"]
+    assert fallback.metrics["loss"] == pytest.approx(eager.metrics["loss"], rel=1e-6)
+
+
+def test_divergence_is_found_at_the_step_it_happened():
+    """Losses are read at evaluation points only; the recorded step is still the first bad one."""
+    from evalsuite.train import first_non_finite
+
+    losses = [torch.tensor(1.0), torch.tensor(0.5), torch.tensor(float("inf")), torch.tensor(float("nan"))]
+    assert first_non_finite(losses) == 2 and first_non_finite(losses[:2]) is None and first_non_finite([]) is None
