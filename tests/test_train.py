@@ -126,3 +126,26 @@ def test_divergence_is_found_at_the_step_it_happened():
 
     losses = [torch.tensor(1.0), torch.tensor(0.5), torch.tensor(float("inf")), torch.tensor(float("nan"))]
     assert first_non_finite(losses) == 2 and first_non_finite(losses[:2]) is None and first_non_finite([]) is None
+
+
+def test_the_no_sync_loss_equals_the_masked_loss():
+    """The CUDA path (head on every position, ignore_index) and the CPU path (masked positions) are
+    the same loss and the same gradients (checked here on CPU by calling both directly)."""
+    import torch.nn.functional as F
+
+    from evalsuite import tasks
+    from evalsuite.train import IGNORE, graded_loss
+
+    config = cfg.resolve("recall", "linear", preset="tiny")
+    torch.manual_seed(0)
+    model = cfg.build_model(config["model"], 64)
+    batch = tasks.get("recall", **{k: v for k, v in config["task"].items() if k != "name"}).generate(8, 0)
+    masked = graded_loss(model, batch)[0]
+    logits = model.head(model.hidden(batch.inputs)).float()
+    dense = F.cross_entropy(logits.flatten(0, 1), batch.targets.flatten(), ignore_index=IGNORE)
+    torch.testing.assert_close(masked, dense, rtol=1e-6, atol=1e-7)
+    ga = torch.autograd.grad(masked, list(model.parameters()), allow_unused=True)
+    gb = torch.autograd.grad(dense, list(model.parameters()), allow_unused=True)
+    for a, b in zip(ga, gb):
+        if a is not None:
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
