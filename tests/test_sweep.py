@@ -174,3 +174,13 @@ def test_summary_takes_best_lr_and_spreads_over_seeds():
     assert row["best_lr"] == 3e-3 and row["accuracy"] == pytest.approx(0.85)
     assert row["accuracy_std"] == pytest.approx(0.0707, abs=1e-4) and row["seeds"] == 2
     assert row["runs"] == 5 and row["failed"] == 1 and "1 diverged" in row["status"] and row["error"] == "boom"
+
+
+def test_every_example_sweep_file_expands(repo_root):
+    """A sweep file in examples/ that no longer validates is a broken example (exit 2 for a user)."""
+    from evalsuite import sweep as sweeps
+
+    files = sorted((repo_root / "examples" / "sweeps").glob("*.yaml"))
+    assert len(files) >= 6
+    for path in files:
+        assert sweeps.expand(sweeps.load_spec(path)), path.name

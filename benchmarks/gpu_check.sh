@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The prepared GPU check (issue 17): run it whenever a machine with an NVIDIA GPU is lent, then put
+# its table in the README. About five minutes on an H200; prints one table at the end.
+#   bash benchmarks/gpu_check.sh [OUT_DIR]
+set -uo pipefail
+OUT=${1:-${OUT:-results/gpu-check}}
+mkdir -p "$OUT"
+PY=${PYTHON:-.venv/bin/python}
+[ -x "$PY" ] || PY=python
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+"$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.is_available())" | tee -a "$OUT/gpu.txt"
+
+echo "== tests on CUDA (tests/test_cuda.py) and the suite's model tests with CUDA visible"
+timeout 240 "$PY" -m pytest -q -p no:cacheprovider tests/test_cuda.py tests/test_ops.py tests/test_decayed.py \
+    tests/test_models.py 2>&1 | tail -5 | tee "$OUT/tests.txt"
+
+echo "== kernels"
+timeout 120 "$PY" -m evalsuite.cli bench kernels --device cuda --lengths 1024,4096,16384 2>&1 | tee "$OUT/kernels.txt" | tail -15
+
+echo "== training throughput"
+timeout 120 "$PY" benchmarks/train_throughput.py --device cuda --steps 300 --rounds 3 2>&1 | tee "$OUT/train.txt" | tail -8
+
+echo "== a sweep of 8 default runs (4 rates x 2 seeds), 2 workers on one GPU"
+timeout 240 "$PY" -m evalsuite.cli sweep examples/sweeps/gpu-check.yaml --workers 2 --device cuda \
+    --store "$OUT/store.db" 2>&1 | tail -3 | tee "$OUT/sweep.txt"
+
+echo
+echo "== summary"
+cat "$OUT/gpu.txt"; tail -1 "$OUT/tests.txt"; grep -E "^ +(softmax|linear)" "$OUT/train.txt"; tail -1 "$OUT/sweep.txt"

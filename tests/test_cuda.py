@@ -1,0 +1,64 @@
+"""The CUDA paths, run by ``benchmarks/gpu_check.sh`` on a machine with a GPU. Without CUDA these
+tests are skipped (CI has no GPU); README says which GPU figures were measured and when."""
+import pytest
+import torch
+
+import evalsuite
+from evalsuite import config as cfg
+from evalsuite import tasks
+from evalsuite.models import ops
+from evalsuite.models.decayed import decayed_attention
+from evalsuite.models.swa import sliding_window_attention
+from evalsuite.train import autocast_for, make_optimizer, train_step
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (benchmarks/gpu_check.sh runs it)")
+CUDA = torch.device("cuda")
+
+
+def unit(x):
+    return torch.nn.functional.normalize(x, dim=-1)
+
+
+@pytest.mark.parametrize("T", [63, 200])
+def test_kernels_match_the_cpu(T):
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 2, T, 16) for _ in range(3))
+    beta, log_g = torch.rand(2, 2, T), -torch.rand(2, 2, T, 16) / 8
+    cases = {
+        "linear": lambda q, k, v: ops.linear_attention(q, k, v),
+        "delta": lambda q, k, v: ops.delta_rule(unit(q), unit(k), v, beta.to(q.device)),
+        "decayed": lambda q, k, v: decayed_attention(q, k, v, log_g.to(q.device)),
+        "swa": lambda q, k, v: sliding_window_attention(q, k, v, 16),
+    }
+    for name, f in cases.items():
+        torch.testing.assert_close(f(q.cuda(), k.cuda(), v.cuda()).cpu(), f(q, k, v), rtol=2e-4, atol=2e-4, msg=name)
+
+
+def test_states_stay_float32_under_bf16_autocast():
+    q, k, v = (torch.randn(1, 2, 70, 16, device=CUDA) for _ in range(3))
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        _, state = ops.delta_rule(unit(q), unit(k), v, torch.rand(1, 2, 70, device=CUDA), return_state=True)
+    assert state.dtype == torch.float32
+
+
+@pytest.mark.parametrize("model", ["softmax", "linear", "delta", "gla", "swa", "based"])
+def test_training_steps_never_sync_with_the_host(model):
+    """CUDA's sync debug mode raises on any host sync inside the training step."""
+    config = cfg.resolve("recall", model, preset="tiny")
+    net = cfg.build_model(config["model"], 64).to(CUDA)
+    opt = make_optimizer(net, cfg.TrainConfig(**config["train"]), CUDA)
+    batch = tasks.get("recall", **{k: v for k, v in config["task"].items() if k != "name"}).generate(16, 0).to(CUDA)
+    autocast = autocast_for(CUDA, "auto")
+    train_step(net, opt, batch, 1.0, autocast)  # first step: lazy initialisation may sync
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for _ in range(3):
+            train_step(net, opt, batch, 1.0, autocast)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+
+
+def test_a_run_on_cuda_matches_its_record():
+    record = evalsuite.run("recall", "delta", preset="tiny", device="cuda", store=False)
+    assert record.status == "done" and record.env.get("device", "cuda").startswith("cuda")
