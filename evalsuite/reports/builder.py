@@ -6,12 +6,14 @@ pairs / length, needle heat map, capacity, interference, sharpness, then one sec
 """
 from __future__ import annotations
 
+import html
 import json
 import math
 from pathlib import Path
 from typing import Iterable
 
 import jinja2
+from markupsafe import Markup
 import pandas as pd
 
 from evalsuite import files
@@ -132,15 +134,15 @@ def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes
            plot_format: str = "png", preamble: str | None = None, compact: bool = False) -> str:
     """``runs``: run records. ``probes``: capacity-probe rows (``evalsuite.analysis.capacity_probe``
     output, several memories). ``compact``: for a report that is committed or mailed; each run keeps
-    its section (status, accuracy beside chance, scalars, configuration) but not its training-curve
-    image, and the embedded data keeps each run's config and scalar metrics, not its analyses and
-    slices (the store holds those)."""
+    its section (status, accuracy beside chance, scalars, configuration on one line) but not its
+    training-curve image or environment, and the embedded data keeps each run's config and scalar
+    metrics, not its analyses and slices (the store holds those)."""
     if plot_format not in PLOT_FORMATS:
         raise ValueError(f"plot_format must be one of {PLOT_FORMATS}, got {plot_format!r}")
     runs = list(runs)
     summary = summarize(runs)
     slices = _slices(runs, {row["anchor"] for row in summary})
-    views = [_view(r, curve=not compact) for r in runs]  # what the template shows of each run
+    views = [_view(r, compact=compact) for r in runs]  # what the template shows of each run
     raw = _clean([r.model_dump(mode="json", exclude={"history"}) for r in runs])
     if compact:
         raw = [{**r, "metrics": {k: v for k, v in r["metrics"].items() if k in SCALAR_METRICS}} for r in raw]
@@ -155,12 +157,17 @@ def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes
     return _env.get_template("report.html.j2").render(**context)
 
 
-def _view(r: RunRecord, curve: bool = True) -> dict:
-    return {**r.model_dump(exclude={"history"}), "status": r.status.value, "label": model_label(r.config),
-            "curve": plots.training_curves(r.history, fmt="png") if curve else None,  # small, many of them
-            "config_json": json.dumps(r.config, indent=2, sort_keys=True),
+def _view(r: RunRecord, compact: bool = False) -> dict:
+    view = {**r.model_dump(exclude={"history"}), "status": r.status.value, "label": model_label(r.config),
+            "curve": None if compact else plots.training_curves(r.history, fmt="png"),  # small, many of them
+            # escaped as text (quotes need no escaping inside <pre>; &#34; would double the size)
+            "config_json": Markup(html.escape(json.dumps(r.config, indent=None if compact else 2, sort_keys=True),
+                                              quote=False)),
             "scalars": [(k, r.metrics[k]) for k in SCALAR_METRICS if k in r.metrics],
             "convergence": convergence_note(r.metrics), "errors": (r.metrics.get("analysis") or {}).get("errors")}
+    if compact:
+        view["env"] = None  # what each run ran on stays in the store
+    return view
 
 
 def write(runs: Iterable[dict], path: str | Path, title: str = "evalsuite report", **options) -> Path:
