@@ -27,7 +27,7 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
 
     if list_only:
         for e in rep.EXPERIMENTS.values():
-            click.echo(f"{e.name:<16} {e.source}\n{'':<17}{e.finding}\n{'':<17}expected: about {e.minutes['cpu']:g} min "
+            click.echo(f"{e.name}  ({e.source})\n    {e.finding}\n    expected: about {e.minutes['cpu']:g} min "
                        f"at cpu scale on 2 cores; about {e.minutes['paper']:g} GPU-min at paper scale")
         return
     names = rep.check_names(names)
@@ -56,10 +56,11 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
     if not store.path.exists():
         raise common.BadInput(f"--store: nothing stored at {store.path}; run without --verdicts-only first")
     verdicts = rep.verdicts(names, store, scale)
+    width = max(len(v.name) for v in verdicts) + 1
     for v in verdicts:
-        click.echo(f"{v.name:<16} {v.status.upper()}" + (f"  ({v.why})" if v.why else ""))
+        click.echo(f"{v.name:<{width}}{v.status.upper()}" + (f"  ({v.why})" if v.why else ""))
         for f in v.figures:
-            click.echo(f"{'':<17}{f}")
+            click.echo(f"{'':<{width}}{f}")
     runs = list({r.run_id: r for name in names for r in rep.experiment_runs(rep.EXPERIMENTS[name], scale, store)}.values())
     path = builder.write(runs, output, title=f"evalsuite: reproducing the literature ({scale} scale)",
                          probes=store.probes(), preamble=rep.verdict_html(verdicts), compact=compact)
