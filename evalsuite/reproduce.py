@@ -812,7 +812,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
         "paper": {"base": {**PAPER_BASE, "model": "linear", "preset": "zoology-256"},
                   "grid": {"model": ["linear", "delta", "softmax"], "task.num_passes": [1, 2], **_lrs(PAPER_LRS)},
                   "set": {"task.num_kv_pairs": 16}},
-    }, verdict_jrt, {"cpu": 20, "paper": 120}, cells=lambda runs, p: list(cells_jrt(runs, p).values())),
+    }, verdict_jrt, {"cpu": 30, "paper": 120}, cells=lambda runs, p: list(cells_jrt(runs, p).values())),
     Experiment("parity-negative-eigenvalues", FINDINGS["parity-negative-eigenvalues"],
                "Grazzi et al. 2024, negative eigenvalues (FINDINGS 12)", {
         "cpu": {"base": {"task": "word_problem", "model": "delta"}, "set": {"train.epochs": 3, "model.d_model": 32},
@@ -821,13 +821,13 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
         "paper": {"base": {"task": "word_problem", "model": "delta"}, "set": {"model.d_model": 128, "train.epochs": 20},
                   "grid": {"model.negative_eigenvalues": [True, False], **_lrs(PAPER_LRS)},
                   "points": [{"model": "linear", "train.lr": lr} for lr in PAPER_LRS]},
-    }, verdict_parity, {"cpu": 15, "paper": 60}, cells=lambda runs, p: list(cells_parity(runs, p).values())),
+    }, verdict_parity, {"cpu": 12, "paper": 60}, cells=lambda runs, p: list(cells_parity(runs, p).values())),
     Experiment("induction-extrapolation", FINDINGS["induction-extrapolation"], "Mamba (Gu and Dao 2023), Table 2 (FINDINGS 11)", {
         "cpu": {"base": {"task": "induction", "model": "softmax"}, "set": {"train.epochs": 3},
                 "grid": {"model": ["softmax", "delta"], "train.lr": CPU_LRS}},
         "paper": {"base": {"task": "induction", "model": "softmax", "preset": "mamba"},
                   "grid": {"model": ["softmax", "delta"], **_lrs(PAPER_LRS)}},
-    }, verdict_induction, {"cpu": 15, "paper": 60}, cells=lambda runs, p: list(cells_induction(runs, p).values())),
+    }, verdict_induction, {"cpu": 5, "paper": 60}, cells=lambda runs, p: list(cells_induction(runs, p).values())),
     *[Experiment(name, FINDINGS[name], "Zoology README plot; Based (Arora et al. 2024), Figure 2; DeltaNet",
                  FRONTIER_SPECS, _frontier_verdict(name, check), {"cpu": 90, "paper": 600},
                  cells=_frontier_cells)

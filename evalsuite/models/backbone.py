@@ -113,11 +113,11 @@ class ShortConv(nn.Module):
 
     def forward(self, x):
         T, k = x.shape[1], self.kernel
-        w = self.conv.weight[:, 0]                                   # [d, k]: tap j multiplies x_{t-(k-1)+j}
+        w = self.conv.weight[:, 0].t()                               # [k, d]: tap j multiplies x_{t-(k-1)+j}
         padded = F.pad(x, (0, 0, k - 1, 0))                          # [B, T + k - 1, d], zeros before t = 0
-        y = padded[:, k - 1:] * w[:, k - 1] + self.conv.bias
+        y = torch.addcmul(self.conv.bias, padded[:, k - 1:], w[k - 1])
         for j in range(k - 1):
-            y = y + padded[:, j:j + T] * w[:, j]
+            y = torch.addcmul(y, padded[:, j:j + T], w[j])           # fused multiply-add: one op per tap
         return y
 
     def step(self, x, past):
