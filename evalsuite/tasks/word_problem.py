@@ -27,7 +27,7 @@ import torch
 from pydantic import Field
 
 from . import TASKS
-from .base import IGNORE, Batch, Task, TaskParams
+from .base import Batch, Task, TaskParams
 
 Group = Literal["Z2", "S3", "A5", "S5"]
 
