@@ -245,3 +245,17 @@ def test_a_registered_analysis_joins_every_summary():
         assert {"errors", "sharpness", "interference", "state_rank"} <= set(out)
     finally:
         RUN_ANALYSES.pop("graded_count")
+
+
+def test_long_sequences_are_analysed_on_fewer_examples(monkeypatch):
+    """The shared pass keeps T x T views of every layer: at T = 8,192 a run with the default 256
+    analysed examples held 14 GB for only 16 of them (measured), so the count follows a byte budget."""
+    import evalsuite
+    from evalsuite.analysis import runs
+
+    assert runs.analysis_examples(64, 2) == 256
+    assert runs.analysis_examples(8192, 2) == 2 and runs.analysis_examples(65536, 2) == 1
+    assert runs.analysis_examples(2048, 2) == 2**30 // (4 * 2048 * 2048 * 2) == 32
+    monkeypatch.setattr(runs, "ANALYSIS_BYTES", 4 * 32 * 32 * 2 * 5)  # room for 5 examples at T 32
+    record = evalsuite.run("recall", "linear", preset="tiny", store=False)
+    assert record.metrics["analysis"]["examples"] == 5

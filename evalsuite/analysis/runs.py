@@ -20,6 +20,15 @@ import torch
 from .attention import Chunk, graded_chunks
 
 ANALYSIS_EXAMPLES = 256  # test examples each run analyses (T x T matrices per layer: keep it small)
+ANALYSIS_BYTES = 2**30   # what the shared pass may hold in T x T attention views (float32, every layer)
+
+
+def analysis_examples(seq_len: int, n_layers: int, max_examples: int = ANALYSIS_EXAMPLES) -> int:
+    """How many test examples the analyses read: ``max_examples``, fewer where their T x T views
+    would pass ``ANALYSIS_BYTES`` (a T = 8,192 run keeps 268 MB of weights per example and layer;
+    256 of them would not fit in memory), and at least one."""
+    per_example = 4 * seq_len * seq_len * max(n_layers, 1)
+    return max(1, min(max_examples, ANALYSIS_BYTES // per_example))
 RUN_ANALYSES: dict[str, Callable[["AnalysisInput"], dict]] = {}
 
 
@@ -71,6 +80,7 @@ def summary(model, inputs: torch.Tensor, targets: torch.Tensor, max_examples: in
     """Every registered run analysis on the first ``max_examples`` examples, merged."""
     _discover()
     model.eval()
+    max_examples = analysis_examples(inputs.shape[1], len(getattr(model, "blocks", ())), max_examples)
     inp = AnalysisInput(model, inputs[:max_examples], targets[:max_examples],
                         None if answers is None else answers[:max_examples])
     out: dict = {"examples": int(inp.inputs.shape[0])}
