@@ -234,14 +234,14 @@ def first_non_finite(losses: list[torch.Tensor]) -> int | None:
 STAGE_FRACTION = 0.25  # stage the data on a GPU when it takes at most this share of the free memory
 
 
-def stage(data: dict[str, Batch], device: torch.device) -> dict[str, Batch]:
-    """The splits moved to ``device`` once, where they fit (CUDA); else as they are (batches then
-    move one at a time)."""
+def stage(data: Batch, device: torch.device) -> Batch:
+    """``data`` moved to ``device`` once, where it fits (CUDA); else as it is (batches then move one
+    at a time)."""
     if device.type != "cuda":
         return data
-    size = sum(b.inputs.numel() * b.inputs.element_size() * 3 for b in data.values())  # inputs, targets, masks
+    size = data.inputs.numel() * data.inputs.element_size() * 3  # inputs, targets, masks
     free, _ = torch.cuda.mem_get_info(device)
-    return {k: b.to(device) for k, b in data.items()} if size <= STAGE_FRACTION * free else data
+    return data.to(device) if size <= STAGE_FRACTION * free else data
 
 
 def _compiled_first_step(model, optimizer, batch, train, device, metrics, warnings, losses):
@@ -320,7 +320,7 @@ def _train(config: dict, device: torch.device, metrics: dict, history: list, pro
     evals_without_gain = 0
     step, loss_value = 0, float("nan")
     order = torch.empty(0, dtype=torch.long)
-    staged = stage({"train": data["train"]}, device)["train"]
+    staged = stage(data["train"], device)
     stepper = model  # what the training steps call: the model, or its compiled form (train.compile)
     losses: list[torch.Tensor] = []  # since the last evaluation, on the device (no host sync per step)
     model.train()
