@@ -1,7 +1,7 @@
 """One run end to end: validate, look up the store, train, analyse, persist (metrics first).
 
 The same steps serve a single ``evalsuite run`` (``execute``) and a sweep's workers
-(``train_and_analyse`` in the worker, ``persist`` in the driver), so a run is saved one way.
+(``train_and_analyse`` or ``train_and_analyse_unit`` in the worker, ``persist`` in the driver), so a run is saved one way.
 """
 from __future__ import annotations
 
@@ -40,6 +40,21 @@ def train_and_analyse(config: dict, device: torch.device, *, progress: bool | No
     analyse(trained)
     trained.record.env = environment.describe(device)
     return trained
+
+
+def train_and_analyse_unit(configs: list[dict], device: torch.device, *, progress: bool | None = None,
+                           cache_dir=None) -> list[Trained]:
+    """A sweep worker's unit: one run, or a group trained together (``train_group``)."""
+    if len(configs) == 1:
+        return [train_and_analyse(configs[0], device, progress=progress, cache_dir=cache_dir)]
+    from evalsuite.train_group import train_group
+
+    env = environment.describe(device)
+    out = train_group(configs, device, progress=progress, cache_dir=cache_dir)
+    for trained in out:
+        analyse(trained)
+        trained.record.env = env
+    return out
 
 
 def execute(config: dict, *, device: str = "auto", store: Store | None = None, force: bool = False,
@@ -112,4 +127,4 @@ def run(task: str, model: str, *, preset: str = "default", seed: int = 0, featur
     return execute(config, device=device, store=target, force=force, progress=progress)
 
 
-__all__ = ["Status", "analyse", "execute", "load_trained", "persist", "run", "train_and_analyse"]
+__all__ = ["Status", "analyse", "execute", "load_trained", "persist", "run", "train_and_analyse", "train_and_analyse_unit"]

@@ -227,12 +227,12 @@ def record(store: Store, result: RunRecord) -> None:
 
 def run_sweep(spec_path: str | os.PathLike | SweepSpec, *, store: Store, executor: str = "local", workers: int | None = None,
               device: str = "auto", retry_failed: bool = False, address: str | None = None, threads: int | None = None,
-              echo=print) -> dict:
+              group: str = "auto", echo=print) -> dict:
     """Validate every point, skip those done, run the rest, record each result as it arrives."""
     spec = spec_path if isinstance(spec_path, SweepSpec) else load_spec(spec_path)
     name = spec.name or Path(spec_path).stem
     return run_points(expand(spec), name=name, spec=spec.model_dump(), store=store, executor=executor, workers=workers,
-                      device=device, retry_failed=retry_failed, address=address, threads=threads, echo=echo)
+                      device=device, retry_failed=retry_failed, address=address, threads=threads, group=group, echo=echo)
 
 
 def run_configs(configs: list[dict], *, name: str, store: Store, **options) -> dict:
@@ -247,10 +247,13 @@ def run_configs(configs: list[dict], *, name: str, store: Store, **options) -> d
 
 def run_points(points: list[Point], *, name: str, spec: dict, store: Store, executor: str = "local",
                workers: int | None = None, device: str = "auto", retry_failed: bool = False, address: str | None = None,
-               threads: int | None = None, echo=print, sid: str | None = None) -> dict:
+               threads: int | None = None, group: str = "auto", echo=print, sid: str | None = None) -> dict:
+    """``group``: auto, on or off: train points that differ only in learning rate and seed together
+    (``executors.grouping``)."""
     from evalsuite.executors import get_executor
 
-    runner = get_executor(executor, workers=workers, device=device, address=address, threads=threads)  # refuse bad options first
+    runner = get_executor(executor, workers=workers, device=device, address=address, threads=threads,
+                          group=group)  # refuse bad options first
     sid = sid or sweep_id(points)
     store.add_sweep(sid, name, spec, [p.run_id for p in points])
     recovered = ingest_incoming(store)

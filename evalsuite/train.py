@@ -244,25 +244,25 @@ def stage(data: Batch, device: torch.device) -> Batch:
     return data.to(device) if size <= STAGE_FRACTION * free else data
 
 
-def _compiled_first_step(model, optimizer, batch, train, device, metrics, warnings, losses):
-    """The first step through ``torch.compile(model)``, timed (``compile_time_s``: compilation plus
-    one step); where compilation fails, a warning and the same step in eager mode. Returns what the
-    later steps call."""
-    autocast = autocast_for(device, train.precision)
+def _compiled_first_step(run: "Member", batch: Batch):
+    """The first step of ``run`` through ``torch.compile``, timed (``compile_time_s``: compilation
+    plus one step); where compilation fails, a warning and the same step in eager mode. Returns
+    what the later steps call."""
+    model, device = run.model, run.device
     start = time.perf_counter()
     try:
         # the trunk only: the graded positions are selected by a mask of data-dependent size
         compiled = types.SimpleNamespace(hidden=torch.compile(model.hidden), head=model.head, parameters=model.parameters)
-        losses.append(train_step(compiled, optimizer, batch, train.grad_clip, autocast))
+        run.losses.append(train_step(compiled, run.optimizer, batch, run.train.grad_clip, run.autocast()))
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-        metrics["compile_time_s"] = time.perf_counter() - start
+        run.metrics["compile_time_s"] = time.perf_counter() - start
         return compiled
     except Exception as exc:  # no C++ compiler, an unsupported op, ...: train eagerly
         message = f"train.compile: torch.compile failed ({type(exc).__name__}: {str(exc).splitlines()[0][:200]}); trained eagerly"
-        warnings.append(message)
-        optimizer.zero_grad(set_to_none=True)
-        losses.append(train_step(model, optimizer, batch, train.grad_clip, autocast))
+        run.warnings.append(message)
+        run.optimizer.zero_grad(set_to_none=True)
+        run.losses.append(train_step(model, run.optimizer, batch, run.train.grad_clip, run.autocast()))
         return model
 
 
@@ -276,109 +276,167 @@ def resample_feature_maps(model: torch.nn.Module) -> None:
 def train_run(config: dict, device: torch.device, progress: bool | None = None, cache_dir=None) -> Trained:
     """Train and test one validated configuration. Failures are returned, not raised (Ctrl-C and
     SIGTERM are raised: the caller records the run as interrupted)."""
-    metrics: dict[str, Any] = {}
-    history: list[dict[str, float]] = []
-    warnings: list[str] = []
-    model = test = None
-    start = time.perf_counter()
+    run = Member(config, device)
     try:
-        model, test = _train(config, device, metrics, history, progress, cache_dir, warnings)
-        status, error = Status.DONE, None
-    except Diverged as exc:
-        status, error = Status.DIVERGED, str(exc)
-    except Exception as exc:  # recorded in the store; the caller decides the exit status
-        status, error = Status.FAILED, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"
-    metrics["wall_time_s"] = time.perf_counter() - start
-    record = RunRecord(run_id=cfg.run_id(config), config=config, status=status, error=error, metrics=metrics,
-                       history=history, warnings=warnings)
-    return Trained(record, model, test)
-
-
-def _train(config: dict, device: torch.device, metrics: dict, history: list, progress: bool | None, cache_dir,
-           warnings: list[str]):
-    """Fill ``metrics``, ``history`` and ``warnings``; return the model at its best checkpoint and
-    the test batch."""
-    train, seed = cfg.TrainConfig(**config["train"]), config["seed"]  # typed: attributes, validated
-    torch.manual_seed(seed)
-    data, eval_sets, all_tasks = make_data(config["task"], train, seed, cache_dir=cache_dir)
-    slice_keys = tuple(dict.fromkeys(k for t in all_tasks for k in t.slice_keys))
-    model = cfg.build_model(config["model"], max(t.vocab_size for t in all_tasks)).to(device)
-    seq_len = data["train"].inputs.shape[1]
-    metrics.update(parameters=model.num_parameters(), state_size=model.state_size(seq_len),
-                          seq_len=seq_len)
-
-    batches_per_epoch = max(1, len(data["train"]) // train.batch_size)
-    total_steps = max(1, int(round(train.epochs * batches_per_epoch)))
-    optimizer = make_optimizer(model, train, device)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lr_factor(total_steps, train.warmup_frac, train.schedule, train.decay_frac))
-    shuffle = torch.Generator().manual_seed(seed)
-    show = sys.stderr.isatty() if progress is None else progress
-    bar = _progress_bar(total_steps, show, f"{config['model']['name']} on {config['task']['name']}")
-
-    best = {"accuracy": -1.0, "step": 0, "state": None}
-    evals_without_gain = 0
-    step, loss_value = 0, float("nan")
-    order = torch.empty(0, dtype=torch.long)
-    staged = stage(data["train"], device)
-    stepper = model  # what the training steps call: the model, or its compiled form (train.compile)
-    losses: list[torch.Tensor] = []  # since the last evaluation, on the device (no host sync per step)
-    model.train()
-    train_start = time.perf_counter()
-    while step < total_steps:
-        if step % batches_per_epoch == 0:
-            order = torch.randperm(len(data["train"]), generator=shuffle).to(staged.inputs.device)
-        i = step % batches_per_epoch
-        batch = staged[order[i * train.batch_size:(i + 1) * train.batch_size]].to(device)
-        if step == 0 and train.compile:
-            stepper = _compiled_first_step(model, optimizer, batch, train, device, metrics, warnings, losses)
-        else:
-            losses.append(train_step(stepper, optimizer, batch, train.grad_clip, autocast_for(device, train.precision)))
-        schedule.step()
-        step += 1
-        bar.update(1)
-        if train.resample_every and step % train.resample_every == 0:
-            resample_feature_maps(model)  # between steps: never inside a sequence
-
-        if step % train.eval_every == 0 or step == total_steps:
-            bad = first_non_finite(losses)  # the loop's one read of the losses
-            if bad is not None:
-                raise Diverged(f"training loss became {float(losses[bad])} at step {step - len(losses) + bad + 1}")
-            loss_value, losses = float(losses[-1]), []
-            val = evaluate(model, data["val"], device, train.precision)
-            history.append({"step": step, "train_loss": loss_value, "val_loss": val["loss"],
-                                   "val_accuracy": val["accuracy"], "lr": schedule.get_last_lr()[0]})
-            bar.set_postfix(loss=f"{loss_value:.3f}", val_acc=f"{val['accuracy']:.3f}")
-            if val["accuracy"] > best["accuracy"]:
-                best = {"accuracy": val["accuracy"], "step": step, "state": copy.deepcopy(model.state_dict())}
-                evals_without_gain = 0
+        run.prepare(cache_dir)
+        bar = _progress_bar(run.total_steps, sys.stderr.isatty() if progress is None else progress,
+                            f"{config['model']['name']} on {config['task']['name']}")
+        stepper = run.model  # what the steps call: the model, or its compiled form (train.compile)
+        while not run.finished:
+            batch = run.next_batch()
+            if run.step == 0 and run.train.compile:
+                stepper = _compiled_first_step(run, batch)
             else:
-                evals_without_gain += 1
-            if val["accuracy"] >= train.target_accuracy:
-                break
-            if train.patience and evals_without_gain >= train.patience:
-                break
-    bar.close()
-    train_time = time.perf_counter() - train_start
+                run.losses.append(train_step(stepper, run.optimizer, batch, run.train.grad_clip, run.autocast()))
+            run.end_step()
+            bar.update(1)
+            if run.history and run.history[-1]["step"] == run.step:
+                bar.set_postfix(loss=f"{run.loss_value:.3f}", val_acc=f"{run.history[-1]['val_accuracy']:.3f}")
+        bar.close()
+        run.finish()
+    except Exception as exc:  # noqa: BLE001 - recorded in the store; the caller decides the exit status
+        run.fail(exc)
+    return run.trained()
 
-    if best["state"] is not None:
-        model.load_state_dict(best["state"])  # report the checkpoint that validated best
-    test = evaluate(model, data["test"], device, train.precision, slice_keys=slice_keys)
-    slices = [{"split": "test", **s} for s in test.get("slices", [])]
-    for i, eval_set in enumerate(eval_sets):
-        ev = evaluate(model, eval_set, device, train.precision, slice_keys=slice_keys)
-        metrics[f"eval_{i}_accuracy"] = ev["accuracy"]
-        slices.extend({"split": f"eval_{i}", **s}
-                      for s in ev.get("slices") or [{"accuracy": ev["accuracy"], "graded": ev["graded"]}])
-    head_task = all_tasks[0]
-    metrics.update(
-        accuracy=test["accuracy"], loss=test["loss"], graded=test["graded"], majority_rate=majority_rate(data["test"]),
-        context_chance=head_task.context_chance(data["test"]), chance_rule=head_task.chance_rule,
-        val_accuracy=best["accuracy"], best_step=best["step"], steps=step, budget_steps=total_steps,
-        **convergence(history, total_steps, train.target_accuracy), train_loss=loss_value,
-        train_time_s=train_time, steps_per_s=step / max(train_time, 1e-9), slices=slices,
-        state_bytes_fp32=state_size(model, seq_len)["bytes"])
-    return model, data["test"]
+
+class Member:
+    """One run's training state: its data, model, optimizer, schedule, validation history, best
+    checkpoint and record. ``train_run`` drives one alone; ``evalsuite.train_group`` drives several
+    through one batched step. Only the step differs: everything a run decides (its batches, rate,
+    evaluations, early stopping, test) is decided here, the same way in both.
+
+    Use: ``prepare()``; then per step ``next_batch()``, append the step's loss to ``losses``,
+    ``end_step()``, until ``finished``; then ``finish()``. ``fail(exc)`` records an exception."""
+
+    def __init__(self, config: dict, device: torch.device):
+        self.config, self.device = config, device
+        self.train = cfg.TrainConfig(**config["train"])  # typed: attributes, validated
+        self.seed = config["seed"]
+        self.metrics: dict[str, Any] = {}
+        self.history: list[dict[str, float]] = []
+        self.warnings: list[str] = []
+        self.status, self.error = Status.RUNNING, None
+        self.model = self.test = None
+        self.step, self.loss_value, self.finished = 0, float("nan"), False
+        self.losses: list[torch.Tensor] = []  # since the last evaluation, on the device (no host sync per step)
+        self.start = time.perf_counter()
+
+    def prepare(self, cache_dir=None) -> None:
+        """Data, model (initialised from the run's seed), optimizer and schedule."""
+        torch.manual_seed(self.seed)
+        data, self.eval_sets, all_tasks = make_data(self.config["task"], self.train, self.seed, cache_dir=cache_dir)
+        self.data, self.tasks = data, all_tasks
+        self.slice_keys = tuple(dict.fromkeys(k for t in all_tasks for k in t.slice_keys))
+        self.model = cfg.build_model(self.config["model"], max(t.vocab_size for t in all_tasks)).to(self.device)
+        self.rng = torch.get_rng_state()  # what random feature maps draw from (resample)
+        self.seq_len = data["train"].inputs.shape[1]
+        self.metrics.update(parameters=self.model.num_parameters(), state_size=self.model.state_size(self.seq_len),
+                            seq_len=self.seq_len)
+        self.batches_per_epoch = max(1, len(data["train"]) // self.train.batch_size)
+        self.total_steps = max(1, int(round(self.train.epochs * self.batches_per_epoch)))
+        self.optimizer = make_optimizer(self.model, self.train, self.device)
+        self.schedule = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lr_factor(self.total_steps, self.train.warmup_frac, self.train.schedule, self.train.decay_frac))
+        self.shuffle = torch.Generator().manual_seed(self.seed)
+        self.staged = stage(data["train"], self.device)
+        self.order = torch.empty(0, dtype=torch.long)
+        self.best = {"accuracy": -1.0, "step": 0, "state": None}
+        self.evals_without_gain = 0
+        self.model.train()
+        self.train_start = time.perf_counter()
+
+    def autocast(self):
+        return autocast_for(self.device, self.train.precision)
+
+    def next_batch(self) -> Batch:
+        """The training batch of this step (a fresh shuffle every epoch), on the device."""
+        if self.step % self.batches_per_epoch == 0:
+            self.order = torch.randperm(len(self.data["train"]), generator=self.shuffle).to(self.staged.inputs.device)
+        i, size = self.step % self.batches_per_epoch, self.train.batch_size
+        return self.staged[self.order[i * size:(i + 1) * size]].to(self.device)
+
+    def end_step(self) -> None:
+        """After the optimizer step: advance the schedule, redraw random features when due, and at
+        evaluation points check the losses, validate, keep the best checkpoint and decide whether
+        to stop. Raises ``Diverged``."""
+        self.schedule.step()
+        self.step += 1
+        if self.train.resample_every and self.step % self.train.resample_every == 0:
+            self.resample()  # between steps: never inside a sequence
+        if self.step % self.train.eval_every and self.step != self.total_steps:
+            return
+        bad = first_non_finite(self.losses)  # the loop's one read of the losses
+        if bad is not None:
+            raise Diverged(f"training loss became {float(self.losses[bad])} at step {self.step - len(self.losses) + bad + 1}")
+        self.loss_value, self.losses = float(self.losses[-1]), []
+        val = evaluate(self.model, self.data["val"], self.device, self.train.precision)
+        self.history.append({"step": self.step, "train_loss": self.loss_value, "val_loss": val["loss"],
+                             "val_accuracy": val["accuracy"], "lr": self.schedule.get_last_lr()[0]})
+        if val["accuracy"] > self.best["accuracy"]:
+            self.best = {"accuracy": val["accuracy"], "step": self.step, "state": copy.deepcopy(self.model.state_dict())}
+            self.evals_without_gain = 0
+        else:
+            self.evals_without_gain += 1
+        self.finished = (self.step >= self.total_steps or val["accuracy"] >= self.train.target_accuracy
+                         or bool(self.train.patience and self.evals_without_gain >= self.train.patience))
+
+    def resample(self) -> None:
+        """Redraw the random feature maps from this run's own random stream, so that a run draws
+        the same features whether it trains alone or in a group."""
+        outer = torch.get_rng_state()
+        torch.set_rng_state(self.rng)
+        try:
+            resample_feature_maps(self.model)
+        finally:
+            self.rng = torch.get_rng_state()
+            torch.set_rng_state(outer)
+
+    def finish(self) -> None:
+        """Test the best checkpoint on the test split and every eval segment; fill the metrics."""
+        train_time = time.perf_counter() - self.train_start
+        model, data, train, step = self.model, self.data, self.train, self.step
+        if self.best["state"] is not None:
+            model.load_state_dict(self.best["state"])  # report the checkpoint that validated best
+        self.best["state"] = None
+        test = evaluate(model, data["test"], self.device, train.precision, slice_keys=self.slice_keys)
+        slices = [{"split": "test", **s} for s in test.get("slices", [])]
+        for i, eval_set in enumerate(self.eval_sets):
+            ev = evaluate(model, eval_set, self.device, train.precision, slice_keys=self.slice_keys)
+            self.metrics[f"eval_{i}_accuracy"] = ev["accuracy"]
+            slices.extend({"split": f"eval_{i}", **s}
+                          for s in ev.get("slices") or [{"accuracy": ev["accuracy"], "graded": ev["graded"]}])
+        head_task = self.tasks[0]
+        self.metrics.update(
+            accuracy=test["accuracy"], loss=test["loss"], graded=test["graded"], majority_rate=majority_rate(data["test"]),
+            context_chance=head_task.context_chance(data["test"]), chance_rule=head_task.chance_rule,
+            val_accuracy=self.best["accuracy"], best_step=self.best["step"], steps=step, budget_steps=self.total_steps,
+            **convergence(self.history, self.total_steps, train.target_accuracy), train_loss=self.loss_value,
+            train_time_s=train_time, steps_per_s=step / max(train_time, 1e-9), slices=slices,
+            state_bytes_fp32=state_size(model, self.seq_len)["bytes"])
+        self.test = data["test"]
+        self.status, self.finished = Status.DONE, True
+        self.release()
+
+    def fail(self, exc: Exception) -> None:
+        if isinstance(exc, Diverged):
+            self.status, self.error = Status.DIVERGED, str(exc)
+        else:
+            self.status, self.error = Status.FAILED, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"
+        self.finished, self.model, self.test = True, None, None
+        self.release()
+
+    def release(self) -> None:
+        """Drop what only training needs (optimizer moments, training data, the checkpoint)."""
+        self.optimizer = self.schedule = self.staged = None
+        self.losses, self.best["state"] = [], None
+        if hasattr(self, "data"):
+            self.data = {"test": self.data["test"]} if self.status is Status.DONE else {}
+
+    def trained(self) -> Trained:
+        self.metrics["wall_time_s"] = time.perf_counter() - self.start
+        record = RunRecord(run_id=cfg.run_id(self.config), config=self.config, status=self.status, error=self.error,
+                           metrics=self.metrics, history=self.history, warnings=self.warnings)
+        return Trained(record, self.model, self.test)
 
 
 def _progress_bar(total: int, show: bool, desc: str):

@@ -69,13 +69,20 @@ def open_store(store_path, must_exist: bool = False):
     return store
 
 
+def group_option(command):
+    return click.option("--group", default="auto", show_default=True, type=click.Choice(["auto", "on", "off"]),
+                        help="train points that differ only in learning rate and seed together, as one batched model "
+                             "(each keeps its own optimizer, schedule, early stopping and record); auto: on CUDA only "
+                             "(on CPU a grouped step measured slower)")(command)
+
+
 def executor_options(command):
     for option in reversed([
             click.option("--executor", default="local", show_default=True, type=click.Choice(["local", "ray"])),
             click.option("--workers", default=None, type=click.IntRange(min=1),
                          help="parallel runs [default: 1 on CPU (all cores), one per GPU]"),
             click.option("--address", default=None, help="Ray: join the cluster at this address instead of starting one"),
-            device_option, store_option, threads_option]):
+            device_option, store_option, threads_option, group_option]):
         command = option(command)
     return command
 

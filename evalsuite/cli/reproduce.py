@@ -16,7 +16,7 @@ from evalsuite.cli import common, main
 @click.option("-o", "--output", default=None, type=click.Path(),
               help="reproduction report [default: reports/reproduce-SCALE.html beside the store]")
 @common.compact_option
-def reproduce(names, scale, list_only, executor, workers, address, device, store_path, threads, verdicts_only, output,
+def reproduce(names, scale, list_only, executor, workers, address, device, store_path, threads, group, verdicts_only, output,
               compact):
     """Run the experiments behind docs/FINDINGS.md (all, or NAMES) and judge each from the stored results."""
     from evalsuite import files
@@ -36,7 +36,7 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
                                 store=store.path)
     if not verdicts_only:
         common.device_name(device)
-        get_executor(executor, workers=workers, device=device, address=address, threads=threads)
+        get_executor(executor, workers=workers, device=device, address=address, threads=threads, group=group)
     run_ids: list[str] = []
     for name in names:
         exp = rep.EXPERIMENTS[name]
@@ -46,7 +46,7 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
         if verdicts_only:
             continue
         click.echo(f"== {name}: {exp.finding}")
-        options = dict(store=store, executor=executor, workers=workers, device=device, address=address, threads=threads,
+        options = dict(store=store, executor=executor, workers=workers, device=device, address=address, threads=threads, group=group,
                        echo=click.echo)
         if spec is not None:
             sweeps.run_sweep(spec, **options)

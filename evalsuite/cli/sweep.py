@@ -15,7 +15,7 @@ from evalsuite.cli import common, main
 @click.option("--retry-failed", is_flag=True, help="run failed and diverged points again")
 @click.option("--status", "show_status", is_flag=True, help="show done, running, interrupted, failed and left; run nothing")
 @click.option("--report/--no-report", default=True, show_default=True, help="write the sweep's HTML report at the end")
-def sweep(spec, executor, workers, address, device, store_path, threads, retry_failed, show_status, report):
+def sweep(spec, executor, workers, address, device, store_path, threads, group, retry_failed, show_status, report):
     """Run the grid in SPEC (YAML or TOML); running it again resumes (finished runs are skipped)."""
     from evalsuite import sweep as sweeps
     from evalsuite.executors import get_executor
@@ -37,9 +37,9 @@ def sweep(spec, executor, workers, address, device, store_path, threads, retry_f
                        f"rerun the sweep to run it again)")
         return
     common.device_name(device)
-    get_executor(executor, workers=workers, device=device, address=address, threads=threads)  # refuse bad options first
+    get_executor(executor, workers=workers, device=device, address=address, threads=threads, group=group)  # refuse bad options first
     summary = sweeps.run_sweep(spec, store=store, executor=executor, workers=workers, device=device, threads=threads,
-                               retry_failed=retry_failed, address=address, echo=click.echo)
+                               retry_failed=retry_failed, address=address, group=group, echo=click.echo)
     if report:
         from evalsuite.reports import builder
 

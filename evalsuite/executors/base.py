@@ -12,7 +12,7 @@ from evalsuite.records import RunRecord, Status
 
 class Executor(Protocol):
     def run(self, configs: list[dict], incoming: Path) -> Iterator[RunRecord]:
-        """Yield one record per config, in completion order."""
+        """Yield one record per config, in completion order (the points of a group together)."""
 
 
 def incoming_dir(store) -> Path:
@@ -32,28 +32,31 @@ def failed_result(config: dict, error: str) -> RunRecord:
     return RunRecord(run_id=cfg.run_id(config), config=config, status=Status.FAILED, error=error)
 
 
-def execute_point(config: dict, device: str, threads: int | None, incoming: str | None) -> RunRecord:
-    """Train and analyse one validated config in this (worker) process; never raises for a failed
-    run. The driver persists the record (``pipeline.persist``); the weights travel as a file."""
+def execute_unit(configs: list[dict], device: str, threads: int | None, incoming: str | None) -> list[RunRecord]:
+    """Train and analyse one validated config, or a group of them (``train_group``), in this
+    (worker) process; never raises for a failed run. The driver persists the records
+    (``pipeline.persist``); the weights travel as files."""
     import torch
 
     from evalsuite import environment
-    from evalsuite.pipeline import train_and_analyse
+    from evalsuite.pipeline import train_and_analyse_unit
 
     if threads:
         torch.set_num_threads(threads)
     dev = environment.resolve_device(device)
     cache = os.environ.get("EVALSUITE_CACHE") or (str(Path(incoming).parent / "cache") if incoming else None)
-    trained = train_and_analyse(config, dev, progress=False, cache_dir=cache)
-    record = trained.record
-    if incoming:
-        folder = Path(incoming)
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            if record.ok and trained.model is not None:
-                state = {k: v.detach().cpu() for k, v in trained.model.state_dict().items()}
-                atomic_write(folder / f"{record.run_id}.pt", lambda f: torch.save(state, f))
-            write_text(folder / f"{record.run_id}.json", record.model_dump_json())
-        except OSError:
-            pass  # the driver still gets the record it is waiting for
-    return record
+    records = []
+    for trained in train_and_analyse_unit(configs, dev, progress=False, cache_dir=cache):
+        record = trained.record
+        if incoming:
+            folder = Path(incoming)
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                if record.ok and trained.model is not None:
+                    state = {k: v.detach().cpu() for k, v in trained.model.state_dict().items()}
+                    atomic_write(folder / f"{record.run_id}.pt", lambda f: torch.save(state, f))
+                write_text(folder / f"{record.run_id}.json", record.model_dump_json())
+            except OSError:
+                pass  # the driver still gets the record it is waiting for
+        records.append(record)
+    return records

@@ -2,8 +2,10 @@
 
 CPU: each worker gets ``threads`` torch threads when given; else ``$OMP_NUM_THREADS`` when set
 (never overridden); else the cores divided among the workers. GPUs: worker i runs on
-GPU i mod n; several workers may share a GPU. A worker killed mid-run (SIGKILL, out of memory)
-breaks the pool: the unfinished points are resubmitted to a fresh pool, up to three attempts."""
+GPU i mod n; several workers may share a GPU. ``group`` (``grouping.plan``): points that differ
+only in learning rate and seed train together in one worker. A worker killed mid-run (SIGKILL,
+out of memory) breaks the pool: the unfinished units are resubmitted to a fresh pool, up to three
+attempts."""
 from __future__ import annotations
 
 import multiprocessing as mp
@@ -13,7 +15,8 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Iterator
 
-from .base import execute_point, failed_result
+from .base import execute_unit, failed_result
+from .grouping import plan
 
 MAX_ATTEMPTS = 3
 
@@ -33,10 +36,11 @@ def _stop(pool: ProcessPoolExecutor) -> None:
 
 
 class LocalExecutor:
-    def __init__(self, workers: int | None = None, device: str = "auto", threads: int | None = None):
+    def __init__(self, workers: int | None = None, device: str = "auto", threads: int | None = None,
+                 group: str = "auto"):
         import torch
 
-        self.device = device
+        self.device, self.group = device, group
         self.gpus = torch.cuda.device_count() if device != "cpu" else 0
         self.workers = workers or (self.gpus or 1)
         if threads is None and not self.gpus and not os.environ.get("OMP_NUM_THREADS"):
@@ -47,33 +51,35 @@ class LocalExecutor:
         return f"cuda:{slot % self.gpus}" if self.gpus else "cpu"
 
     def run(self, configs: list[dict], incoming: Path) -> Iterator[dict]:
-        pending = dict(enumerate(configs))
-        attempts = {i: 0 for i in pending}
+        units = plan(configs, self.group, gpu=bool(self.gpus), slots=self.workers)
+        pending = {u[0]: [configs[i] for i in u] for u in units}  # unit (by its first point) -> configs
+        attempts = {k: 0 for k in pending}
         ctx = mp.get_context("spawn")  # safe with CUDA and threads; workers import torch once
         while pending:
             finished: set[int] = set()
             with ProcessPoolExecutor(max_workers=min(self.workers, len(pending)), mp_context=ctx) as pool:
-                futures = {pool.submit(execute_point, c, self._device(n), self.threads, str(incoming)): i
-                           for n, (i, c) in enumerate(pending.items())}
+                futures = {pool.submit(execute_unit, unit, self._device(n), self.threads, str(incoming)): k
+                           for n, (k, unit) in enumerate(pending.items())}
                 try:
                     for future in as_completed(futures):
-                        i = futures[future]
+                        k = futures[future]
                         try:
-                            result = future.result()
+                            results = future.result()
                         except BrokenProcessPool:
                             continue
-                        except Exception as exc:  # noqa: BLE001 - a result, not a crash of the sweep
-                            result = failed_result(pending[i], f"{type(exc).__name__}: {exc}")
-                        finished.add(i)
-                        yield result
+                        except Exception as exc:  # noqa: BLE001 - results, not a crash of the sweep
+                            results = [failed_result(c, f"{type(exc).__name__}: {exc}") for c in pending[k]]
+                        finished.add(k)
+                        yield from results
                 except BaseException:  # Ctrl-C, SIGTERM, or the driver stopped: stop the workers now
                     _stop(pool)
                     raise
-            for i in list(pending):
-                if i in finished:
-                    del pending[i]
+            for k in list(pending):
+                if k in finished:
+                    del pending[k]
                     continue
-                attempts[i] += 1
-                if attempts[i] >= MAX_ATTEMPTS:
-                    yield failed_result(pending.pop(i), f"worker process died {MAX_ATTEMPTS} times running this "
-                                                        f"point (killed, or out of memory)")
+                attempts[k] += 1
+                if attempts[k] >= MAX_ATTEMPTS:
+                    for config in pending.pop(k):
+                        yield failed_result(config, f"worker process died {MAX_ATTEMPTS} times running this "
+                                                    f"point (killed, or out of memory)")

@@ -10,18 +10,19 @@ from typing import Iterator
 
 from evalsuite.errors import UserError
 
-from .base import execute_point, failed_result
+from .base import execute_unit, failed_result
+from .grouping import plan
 
 
 class RayExecutor:
     def __init__(self, workers: int | None = None, device: str = "auto", address: str | None = None,
-                 gpu_fraction: float = 0.25, threads: int | None = None):
+                 gpu_fraction: float = 0.25, threads: int | None = None, group: str = "auto"):
         try:
             import ray  # noqa: F401
         except ImportError:
             raise UserError("--executor ray needs Ray: pip install 'evalsuite[ray]'") from None
         self.workers, self.device, self.address, self.gpu_fraction = workers, device, address, gpu_fraction
-        self.threads = threads or 1
+        self.threads, self.group = threads or 1, group
 
     def run(self, configs: list[dict], incoming: Path) -> Iterator[dict]:
         import ray
@@ -35,17 +36,20 @@ class RayExecutor:
                          log_to_driver=False)
         try:
             gpus = ray.cluster_resources().get("GPU", 0) if self.device != "cpu" else 0
-            task = ray.remote(num_cpus=self.threads, num_gpus=self.gpu_fraction if gpus else 0)(execute_point)
+            task = ray.remote(num_cpus=self.threads, num_gpus=self.gpu_fraction if gpus else 0)(execute_unit)
             device = "cuda" if gpus else "cpu"
-            refs = {task.remote(c, device, self.threads, str(incoming)): c for c in configs}
+            slots = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1) // self.threads))
+            units = [[configs[i] for i in u] for u in plan(configs, self.group, gpu=bool(gpus), slots=slots)]
+            refs = {task.remote(unit, device, self.threads, str(incoming)): unit for unit in units}
             while refs:
                 ready, _ = ray.wait(list(refs), num_returns=1)
                 for ref in ready:
-                    config = refs.pop(ref)
+                    unit = refs.pop(ref)
                     try:
-                        yield ray.get(ref)
-                    except Exception as exc:  # noqa: BLE001 - a worker crash is a failed run
-                        yield failed_result(config, f"ray task failed: {type(exc).__name__}: {exc}")
+                        yield from ray.get(ref)
+                    except Exception as exc:  # noqa: BLE001 - a worker crash fails its runs
+                        for config in unit:
+                            yield failed_result(config, f"ray task failed: {type(exc).__name__}: {exc}")
         finally:
             if started_here:
                 ray.shutdown()

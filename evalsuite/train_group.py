@@ -1,0 +1,129 @@
+"""Grouped training: runs that differ only in learning rate and seed, trained as one batched model.
+
+Each member is an ordinary run (``train.Member``) with its own data (drawn from its seed), its own
+initialisation, optimizer (AdamW moments and rate), schedule, gradient clip, evaluations, early
+stopping, best checkpoint and record. Only the step is shared: the members' parameters are
+stacked along a new leading axis, one ``torch.func.vmap`` of the model computes every member's
+loss on its own batch, and ``sum(losses).backward()`` gives each member exactly its own gradient
+(the members never mix: d sum / d loss_i = 1). Each member's optimizer then steps its own
+parameters. A member trains to the same metrics as alone, within float tolerance
+(tests/test_train_group.py).
+
+Why: on a GPU a model of this size leaves most of the device idle and its step is bound by kernel
+launches; a group of G runs issues about the launches of one. On CPU the batched step measured
+slower than G steps alone (README, "Grouped training"), so ``--group auto`` groups on CUDA only.
+
+A member that reaches its target or runs out of patience leaves the group; one that diverges is
+recorded as diverged and leaves. If the batched step itself fails (out of memory, an operation
+vmap cannot batch, a feature map drawing random numbers inside its forward), every member still
+in the group is trained again alone from its start, with a warning in its record.
+"""
+from __future__ import annotations
+
+import copy
+import sys
+import time
+import warnings
+
+import torch
+import torch.nn.functional as F
+from torch.func import functional_call, vmap
+
+from evalsuite import config as cfg
+from evalsuite.tasks import IGNORE
+from evalsuite.train import Member, Trained, _progress_bar, train_run
+
+# vmap has no batching rule for the CPU flash-attention kernel and loops over the members there
+# (correct, only slower); its warning says so once per call site
+_NO_BATCH_RULE = "There is a performance drop because we have not yet implemented the batching rule"
+
+
+def group_key(config: dict) -> str | None:
+    """Configurations with the same key differ only in ``train.lr`` and ``seed`` and may train as
+    one group; ``None`` for a configuration that trains alone (``train.compile``: one compiled
+    model per run)."""
+    if config["train"].get("compile"):
+        return None
+    rest = {**config, "train": {k: v for k, v in config["train"].items() if k != "lr"}}
+    rest.pop("seed", None)
+    return cfg.run_id(rest)
+
+
+def train_group(configs: list[dict], device: torch.device, progress: bool | None = None,
+                cache_dir=None) -> list[Trained]:
+    """Train ``configs`` (same ``group_key``) together; one ``Trained`` per config, in order.
+    Failures are returned as records, never raised (Ctrl-C and SIGTERM are)."""
+    keys = {group_key(c) for c in configs}
+    if len(keys) != 1 or None in keys:
+        raise ValueError("a group's configurations must differ only in train.lr and seed (and not train.compile)")
+    members = [Member(c, device) for c in configs]
+    for m in members:
+        try:
+            m.prepare(cache_dir)
+        except Exception as exc:  # noqa: BLE001 - this member's failure; the others train
+            m.fail(exc)
+    active = [m for m in members if not m.finished]
+    for m in active:
+        m.train_start = time.perf_counter()  # the members' set-up ran one after another
+        m.metrics["group_size"] = len(configs)
+    if active:
+        first = active[0]
+        name = f"group of {len(active)}: {first.config['model']['name']} on {first.config['task']['name']}"
+        bar = _progress_bar(first.total_steps, sys.stderr.isatty() if progress is None else progress, name)
+        try:
+            _train_together(active, bar)
+        except Exception as exc:  # noqa: BLE001 - the batched step failed: train the rest alone
+            reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+            for i, m in enumerate(members):
+                if m.finished:
+                    continue
+                alone = train_run(m.config, device, progress=False, cache_dir=cache_dir)
+                alone.record.warnings.append(f"grouped training failed ({reason}); this run was trained alone")
+                members[i] = alone
+        bar.close()
+    return [m if isinstance(m, Trained) else m.trained() for m in members]
+
+
+def _train_together(active: list[Member], bar) -> None:
+    """Step every member of ``active`` through one batched step until each has finished."""
+    skeleton = copy.deepcopy(active[0].model)  # its own tensors are never read: functional_call swaps them
+    names = [n for n, _ in skeleton.named_parameters()]
+    buffer_names = [n for n, _ in skeleton.named_buffers()]
+
+    def member_loss(params, buffers, inputs, targets):
+        logits = functional_call(skeleton, (params, buffers), (inputs,)).float()        # [B, T, V]
+        return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE)
+
+    batched_loss = vmap(member_loss)
+    while active:
+        batches = [m.next_batch() for m in active]
+        own = [dict(m.model.named_parameters()) for m in active]
+        params = {n: torch.stack([p[n] for p in own]) for n in names}                   # [G, ...] each
+        bufs = [dict(m.model.named_buffers()) for m in active]
+        buffers = {n: torch.stack([b[n] for b in bufs]) for n in buffer_names}
+        inputs = torch.stack([b.inputs for b in batches])                                 # [G, B, T]
+        targets = torch.stack([b.targets for b in batches])                               # [G, B, T]
+        for m in active:
+            m.optimizer.zero_grad(set_to_none=True)
+        with warnings.catch_warnings(), active[0].autocast():
+            warnings.filterwarnings("ignore", message=_NO_BATCH_RULE)
+            losses = batched_loss(params, buffers, inputs, targets)                      # [G]
+        losses.sum().backward()
+        losses = losses.detach()
+        for i, m in enumerate(active):
+            if m.train.grad_clip > 0:
+                torch.nn.utils.clip_grad_norm_(m.model.parameters(), m.train.grad_clip)
+            m.optimizer.step()
+            m.losses.append(losses[i])
+        for m in active:
+            try:
+                m.end_step()
+                if m.finished:
+                    m.finish()
+            except Exception as exc:  # noqa: BLE001 - diverged, or its evaluation failed: it leaves
+                m.fail(exc)
+        bar.update(1)
+        active = [m for m in active if not m.finished]
+
+
+__all__ = ["group_key", "train_group"]
