@@ -50,12 +50,12 @@ def main() -> None:
     walls = {g: sweep(args.spec, g, args.device, args.workers, out / f"group-{g}" / "evalsuite.db") for g in order}
     runs = {g: {r.run_id: r for r in Store(out / f"group-{g}" / "evalsuite.db").runs()} for g in order}
     print(f"spec {args.spec}, device {args.device}, {args.workers} worker(s)")
-    print(f"{'lr':>8} {'seed':>4} {'acc grouped':>11} {'acc alone':>9} {'steps g/a':>11} {'train loss g/a':>17} status")
-    for run_id, alone in sorted(runs["off"].items(), key=lambda kv: (kv[1].config["train"]["lr"], kv[1].config["seed"])):
+    print(f"{'model':>8} {'lr':>8} {'seed':>4} {'acc grouped':>11} {'acc alone':>9} {'steps g/a':>11} {'train loss g/a':>17} status")
+    for run_id, alone in sorted(runs["off"].items(), key=lambda kv: (kv[1].model, kv[1].config["train"]["lr"], kv[1].config["seed"])):
         g = runs["on"].get(run_id)
         gm, am = (g.metrics if g else {}), alone.metrics
         fmt = lambda v, f: format(v, f) if isinstance(v, (int, float)) else "-"  # noqa: E731
-        print(f"{alone.config['train']['lr']:>8g} {alone.config['seed']:>4} {fmt(gm.get('accuracy'), '.4f'):>11} "
+        print(f"{alone.model:>8} {alone.config['train']['lr']:>8g} {alone.config['seed']:>4} {fmt(gm.get('accuracy'), '.4f'):>11} "
               f"{fmt(am.get('accuracy'), '.4f'):>9} {fmt(gm.get('steps'), 'd'):>5}/{fmt(am.get('steps'), 'd'):<5} "
               f"{fmt(gm.get('train_loss'), '.4f'):>8}/{fmt(am.get('train_loss'), '.4f'):<8} "
               f"{g.status if g else 'missing'}/{alone.status}")
