@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The prepared GPU check (issue 17): run it whenever a machine with an NVIDIA GPU is lent, then put
-# its table in the README. About five minutes on an H200; prints one table at the end.
+# its table in the README. Aimed at about five minutes on an H200 (never run yet: no GPU has been
+# lent); prints one table at the end.
 #   bash benchmarks/gpu_check.sh [OUT_DIR]
 set -uo pipefail
 OUT=${1:-${OUT:-results/gpu-check}}
@@ -20,10 +21,10 @@ timeout 120 "$PY" -m evalsuite.cli bench kernels --device cuda --lengths 1024,40
 echo "== training throughput"
 timeout 120 "$PY" benchmarks/train_throughput.py --device cuda --steps 300 --rounds 3 2>&1 | tee "$OUT/train.txt" | tail -8
 
-echo "== a sweep of 8 default runs (4 rates x 2 seeds), 2 workers on one GPU"
-timeout 240 "$PY" -m evalsuite.cli sweep examples/sweeps/gpu-check.yaml --workers 2 --device cuda \
-    --store "$OUT/store.db" 2>&1 | tail -3 | tee "$OUT/sweep.txt"
+echo "== grouped against one-at-a-time sweep throughput: 8 default runs (4 rates x 2 seeds, 3 epochs), 1 worker"
+timeout 300 "$PY" benchmarks/grouped_sweep.py --spec examples/sweeps/gpu-check.yaml --device cuda --workers 1 \
+    --out "$OUT/grouped" 2>&1 | tee "$OUT/grouped.txt" | tail -14
 
 echo
 echo "== summary"
-cat "$OUT/gpu.txt"; tail -1 "$OUT/tests.txt"; grep -E "^ +(softmax|linear)" "$OUT/train.txt"; tail -1 "$OUT/sweep.txt"
+cat "$OUT/gpu.txt"; tail -1 "$OUT/tests.txt"; grep -E "^ +(softmax|linear)" "$OUT/train.txt"; tail -3 "$OUT/grouped.txt"

@@ -62,3 +62,49 @@ def test_training_steps_never_sync_with_the_host(model):
 def test_a_run_on_cuda_matches_its_record():
     record = evalsuite.run("recall", "delta", preset="tiny", device="cuda", store=False)
     assert record.status == "done" and record.env.get("device", "cuda").startswith("cuda")
+
+
+def test_a_group_on_cuda_matches_its_members_trained_alone():
+    """Grouped training's reason to exist is the GPU: the same equivalence as on CPU
+    (tests/test_train_group.py), in fp32 so that rounding stays at float32's."""
+    from evalsuite.train import train_run
+    from evalsuite.train_group import train_group
+
+    configs = [cfg.resolve("recall", "delta", preset="tiny", seed=s,
+                           overrides={"train.lr": lr, "train.epochs": 4, "train.eval_every": 8, "train.precision": "fp32"})
+               for lr in (1e-3, 3e-3) for s in (0, 1)]
+    grouped = train_group(configs, CUDA)
+    for c, g in zip(configs, grouped):
+        alone = train_run(c, CUDA)
+        assert g.record.status == alone.record.status == "done"
+        assert g.record.metrics["steps"] == alone.record.metrics["steps"]
+        for hg, ha in zip(g.record.history, alone.record.history):
+            assert hg["train_loss"] == pytest.approx(ha["train_loss"], rel=1e-3, abs=1e-4)
+
+
+def test_a_grouped_step_never_syncs_with_the_host():
+    """Between evaluations a group's steps (stacking, the vmapped loss, each member's optimizer)
+    never wait for the GPU."""
+    from evalsuite.train import Member
+    from evalsuite.train_group import _train_together
+
+    configs = [cfg.resolve("recall", "linear", preset="tiny", seed=s, overrides={"train.lr": lr, "train.eval_every": 1000})
+               for lr in (1e-3, 3e-3) for s in (0, 1)]
+    members = [Member(c, CUDA) for c in configs]
+    for m in members:
+        m.prepare()
+        m.total_steps = 4  # evaluation (a sync, by design) only after the fourth step
+
+    class Bar:
+        def update(self, n):
+            if members[0].step == 1:  # after the first grouped step (lazy initialisation may sync)
+                torch.cuda.synchronize()
+                torch.cuda.set_sync_debug_mode("error")
+            if members[0].step == 3:
+                torch.cuda.set_sync_debug_mode("default")
+
+    try:
+        _train_together(members, Bar())
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert all(m.status == "done" for m in members)

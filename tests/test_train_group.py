@@ -146,3 +146,30 @@ def test_a_grouped_sweep_records_every_run_and_resumes(tmp_path):
     assert all(Store(store).weights_path(r.run_id).exists() for r in rows)
     again = CliRunner().invoke(main, args)
     assert again.exit_code == 0 and "4 done" in again.output and "0 to run" in again.output
+
+
+KILLED_IN_A_GROUP = '''
+import os, signal
+import torch
+from evalsuite.models.softmax import SoftmaxAttention
+
+class DiesWhenBatched(SoftmaxAttention):
+    """Kills its own process under vmap (as the out-of-memory killer would a group's worker)."""
+    def forward(self, x):
+        if torch._C._functorch.is_batchedtensor(x):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().forward(x)
+'''
+
+
+def test_a_group_whose_worker_dies_is_retried_one_run_at_a_time(tmp_path):
+    (tmp_path / "dies.py").write_text(KILLED_IN_A_GROUP)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f"base: {{task: recall, model: '{tmp_path / 'dies.py'}:DiesWhenBatched', preset: tiny}}\n"
+                    "grid: {train.lr: [0.001, 0.01]}\nseeds: [0]\nset: {train.epochs: 2}\n")
+    store = tmp_path / "s.db"
+    out = CliRunner().invoke(main, ["sweep", str(spec), "--group", "on", "--workers", "1", "--store", str(store),
+                                    "--no-report"])
+    assert out.exit_code == 0, out.output
+    rows = Store(store).runs()
+    assert len(rows) == 2 and all(r.status == "done" and "group_size" not in r.metrics for r in rows)

@@ -4,8 +4,8 @@ CPU: each worker gets ``threads`` torch threads when given; else ``$OMP_NUM_THRE
 (never overridden); else the cores divided among the workers. GPUs: worker i runs on
 GPU i mod n; several workers may share a GPU. ``group`` (``grouping.plan``): points that differ
 only in learning rate and seed train together in one worker. A worker killed mid-run (SIGKILL,
-out of memory) breaks the pool: the unfinished units are resubmitted to a fresh pool, up to three
-attempts."""
+out of memory) breaks the pool: the unfinished units are resubmitted to a fresh pool (a group's
+runs then one at a time), up to three attempts."""
 from __future__ import annotations
 
 import multiprocessing as mp
@@ -51,15 +51,14 @@ class LocalExecutor:
         return f"cuda:{slot % self.gpus}" if self.gpus else "cpu"
 
     def run(self, configs: list[dict], incoming: Path) -> Iterator[dict]:
-        units = plan(configs, self.group, gpu=bool(self.gpus), slots=self.workers)
-        pending = {u[0]: [configs[i] for i in u] for u in units}  # unit (by its first point) -> configs
+        pending = {u[0]: u for u in plan(configs, self.group, gpu=bool(self.gpus), slots=self.workers)}  # first point -> unit
         attempts = {k: 0 for k in pending}
         ctx = mp.get_context("spawn")  # safe with CUDA and threads; workers import torch once
         while pending:
             finished: set[int] = set()
             with ProcessPoolExecutor(max_workers=min(self.workers, len(pending)), mp_context=ctx) as pool:
-                futures = {pool.submit(execute_unit, unit, self._device(n), self.threads, str(incoming)): k
-                           for n, (k, unit) in enumerate(pending.items())}
+                futures = {pool.submit(execute_unit, [configs[i] for i in unit], self._device(n), self.threads,
+                                       str(incoming)): k for n, (k, unit) in enumerate(pending.items())}
                 try:
                     for future in as_completed(futures):
                         k = futures[future]
@@ -68,18 +67,21 @@ class LocalExecutor:
                         except BrokenProcessPool:
                             continue
                         except Exception as exc:  # noqa: BLE001 - results, not a crash of the sweep
-                            results = [failed_result(c, f"{type(exc).__name__}: {exc}") for c in pending[k]]
+                            results = [failed_result(configs[i], f"{type(exc).__name__}: {exc}") for i in pending[k]]
                         finished.add(k)
                         yield from results
                 except BaseException:  # Ctrl-C, SIGTERM, or the driver stopped: stop the workers now
                     _stop(pool)
                     raise
-            for k in list(pending):
+            for k, unit in list(pending.items()):
+                del pending[k]
                 if k in finished:
-                    del pending[k]
                     continue
-                attempts[k] += 1
-                if attempts[k] >= MAX_ATTEMPTS:
-                    for config in pending.pop(k):
-                        yield failed_result(config, f"worker process died {MAX_ATTEMPTS} times running this "
-                                                    f"point (killed, or out of memory)")
+                tries = attempts.pop(k) + 1
+                if tries >= MAX_ATTEMPTS:
+                    for i in unit:
+                        yield failed_result(configs[i], f"worker process died {MAX_ATTEMPTS} times running this "
+                                                        f"point (killed, or out of memory)")
+                    continue
+                for i in unit:  # a group whose worker died (out of memory?) is retried one run at a time
+                    pending[i], attempts[i] = [i], tries
