@@ -73,7 +73,12 @@ def steps_per_second(model_name: str, conv_kernel: int, steps: int, device: torc
     data = tasks.get("recall", **{k: v for k, v in config["task"].items() if k != "name"}).generate(B * 32, 0)
     optimizer = make_optimizer(model, cfg.TrainConfig(**config["train"]), device)
     autocast = autocast_for(device, "auto")
-    batches = [data[i * B:(i + 1) * B].to(device) for i in range(32)]
+    try:  # the training batch as the loss reads it (older checkouts, for --against, take the Batch)
+        from evalsuite.train import Graded
+        prepare = Graded.of
+    except ImportError:
+        prepare = lambda batch: batch  # noqa: E731
+    batches = [prepare(data[i * B:(i + 1) * B]).to(device) for i in range(32)]
     for i in range(10):  # warm-up
         train_step(model, optimizer, batches[i % 32], 1.0, autocast)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)

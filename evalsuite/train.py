@@ -78,24 +78,44 @@ def autocast_for(device: torch.device, precision: str):
     return contextlib.nullcontext()
 
 
-def graded_loss(model, batch: Batch, mask: torch.Tensor | None = None):
-    """Cross-entropy over graded positions only; returns (loss, predictions, targets) there."""
-    mask = batch.targets != IGNORE if mask is None else mask
-    hidden = model.hidden(batch.inputs)[mask]
-    logits = model.head(hidden).float()
-    targets = batch.targets[mask]
-    return F.cross_entropy(logits, targets), logits.argmax(-1), targets
+@dataclass
+class Graded:
+    """A training split as the loss reads it: ``inputs [N, T]``, and per example the positions of
+    its graded targets, in order (``index [N, K]``), and those targets (``targets [N, K]``). K is
+    the most graded positions any example of the split has; an example with fewer is padded with
+    ungraded positions, whose target is IGNORE.
+
+    Built once per split on the host, so that the loss gathers a fixed K positions per example: no
+    boolean mask whose size the host must read (a sync per step on CUDA), a shape ``vmap`` can
+    batch (grouped training), and the output head on K positions instead of T (MQAR: 8 of 64)."""
+
+    inputs: torch.Tensor
+    index: torch.Tensor
+    targets: torch.Tensor
+
+    @classmethod
+    def of(cls, batch: Batch) -> "Graded":
+        ungraded = (batch.targets == IGNORE).to(torch.uint8)
+        K = max(1, int((1 - ungraded).sum(1).max()))
+        index = ungraded.argsort(dim=1, stable=True)[:, :K]                       # graded positions first
+        return cls(batch.inputs, index, batch.targets.gather(1, index))
+
+    def __len__(self) -> int:
+        return len(self.inputs)
+
+    def __getitem__(self, rows) -> "Graded":
+        return Graded(self.inputs[rows], self.index[rows], self.targets[rows])
+
+    def to(self, device) -> "Graded":
+        return Graded(*(t.to(device, non_blocking=True) for t in (self.inputs, self.index, self.targets)))
 
 
-def training_loss(model, batch: Batch) -> torch.Tensor:
-    """Mean cross-entropy over the graded positions. On CUDA the head runs on every position and
-    ``ignore_index`` drops the others: selecting them by a boolean mask would need their count on
-    the host (a sync per step). On CPU the mask path is cheaper (the head runs on graded positions
-    only). The two are the same loss (tests/test_train.py)."""
-    if batch.inputs.device.type == "cuda":
-        logits = model.head(model.hidden(batch.inputs)).float()                    # [B, T, V]
-        return F.cross_entropy(logits.flatten(0, 1), batch.targets.flatten(), ignore_index=IGNORE)
-    return graded_loss(model, batch)[0]
+def training_loss(model, batch: Graded) -> torch.Tensor:
+    """Mean cross-entropy over the graded positions of ``batch``."""
+    hidden = model.hidden(batch.inputs)                                              # [B, T, d]
+    picked = hidden.gather(1, batch.index[..., None].expand(-1, -1, hidden.shape[-1]))  # [B, K, d]
+    logits = model.head(picked).float()                                              # [B, K, V]
+    return F.cross_entropy(logits.flatten(0, 1), batch.targets.flatten(), ignore_index=IGNORE)
 
 
 @torch.no_grad()
@@ -209,7 +229,7 @@ def make_optimizer(model, train: cfg.TrainConfig, device: torch.device) -> torch
     return torch.optim.AdamW(groups, lr=train.lr, betas=(0.9, 0.98), **extra)
 
 
-def train_step(model, optimizer, batch: Batch, grad_clip: float, autocast) -> torch.Tensor:
+def train_step(model, optimizer, batch: Graded, grad_clip: float, autocast) -> torch.Tensor:
     """One optimisation step on the graded positions of ``batch``; returns the loss as a detached
     0-d tensor on the model's device (reading it is a host sync: the loop does so only at
     evaluation points)."""
@@ -234,24 +254,24 @@ def first_non_finite(losses: list[torch.Tensor]) -> int | None:
 STAGE_FRACTION = 0.25  # stage the data on a GPU when it takes at most this share of the free memory
 
 
-def stage(data: Batch, device: torch.device) -> Batch:
+def stage(data: Graded, device: torch.device) -> Graded:
     """``data`` moved to ``device`` once, where it fits (CUDA); else as it is (batches then move one
     at a time)."""
     if device.type != "cuda":
         return data
-    size = data.inputs.numel() * data.inputs.element_size() * 3  # inputs, targets, masks
+    size = sum(t.numel() * t.element_size() for t in (data.inputs, data.index, data.targets))
     free, _ = torch.cuda.mem_get_info(device)
     return data.to(device) if size <= STAGE_FRACTION * free else data
 
 
-def _compiled_first_step(run: "Member", batch: Batch):
+def _compiled_first_step(run: "Member", batch: Graded):
     """The first step of ``run`` through ``torch.compile``, timed (``compile_time_s``: compilation
     plus one step); where compilation fails, a warning and the same step in eager mode. Returns
     what the later steps call."""
     model, device = run.model, run.device
     start = time.perf_counter()
     try:
-        # the trunk only: the graded positions are selected by a mask of data-dependent size
+        # the trunk only: the head runs on gathered positions
         compiled = types.SimpleNamespace(hidden=torch.compile(model.hidden), head=model.head, parameters=model.parameters)
         run.losses.append(train_step(compiled, run.optimizer, batch, run.train.grad_clip, run.autocast()))
         if device.type == "cuda":
@@ -338,7 +358,7 @@ class Member:
         self.schedule = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lr_factor(self.total_steps, self.train.warmup_frac, self.train.schedule, self.train.decay_frac))
         self.shuffle = torch.Generator().manual_seed(self.seed)
-        self.staged = stage(data["train"], self.device)
+        self.staged = stage(Graded.of(data["train"]), self.device)
         self.order = torch.empty(0, dtype=torch.long)
         self.best = {"accuracy": -1.0, "step": 0, "state": None}
         self.evals_without_gain = 0
@@ -348,10 +368,10 @@ class Member:
     def autocast(self):
         return autocast_for(self.device, self.train.precision)
 
-    def next_batch(self) -> Batch:
+    def next_batch(self) -> Graded:
         """The training batch of this step (a fresh shuffle every epoch), on the device."""
         if self.step % self.batches_per_epoch == 0:
-            self.order = torch.randperm(len(self.data["train"]), generator=self.shuffle).to(self.staged.inputs.device)
+            self.order = torch.randperm(len(self.staged), generator=self.shuffle).to(self.staged.inputs.device)
         i, size = self.step % self.batches_per_epoch, self.train.batch_size
         return self.staged[self.order[i * size:(i + 1) * size]].to(self.device)
 

@@ -26,12 +26,10 @@ import time
 import warnings
 
 import torch
-import torch.nn.functional as F
 from torch.func import functional_call, vmap
 
 from evalsuite import config as cfg
-from evalsuite.tasks import IGNORE
-from evalsuite.train import Member, Trained, _progress_bar, train_run
+from evalsuite.train import Graded, Member, Trained, _progress_bar, train_run, training_loss
 
 # vmap has no batching rule for the CPU flash-attention kernel and loops over the members there
 # (correct, only slower); its warning says so once per call site
@@ -84,15 +82,26 @@ def train_group(configs: list[dict], device: torch.device, progress: bool | None
     return [m if isinstance(m, Trained) else m.trained() for m in members]
 
 
+class _Loss(torch.nn.Module):
+    """``train.training_loss`` of a model as its forward, for ``functional_call``."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, inputs, index, targets):
+        return training_loss(self.model, Graded(inputs, index, targets))
+
+
 def _train_together(active: list[Member], bar) -> None:
     """Step every member of ``active`` through one batched step until each has finished."""
-    skeleton = copy.deepcopy(active[0].model)  # its own tensors are never read: functional_call swaps them
-    names = [n for n, _ in skeleton.named_parameters()]
-    buffer_names = [n for n, _ in skeleton.named_buffers()]
+    skeleton = _Loss(copy.deepcopy(active[0].model))  # its own tensors are never read: functional_call swaps them
+    names = [n for n, _ in active[0].model.named_parameters()]
+    buffer_names = [n for n, _ in active[0].model.named_buffers()]
 
-    def member_loss(params, buffers, inputs, targets):
-        logits = functional_call(skeleton, (params, buffers), (inputs,)).float()        # [B, T, V]
-        return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE)
+    def member_loss(params, buffers, inputs, index, targets):
+        return functional_call(skeleton, ({f"model.{n}": p for n, p in params.items()},
+                                          {f"model.{n}": b for n, b in buffers.items()}), (inputs, index, targets))
 
     batched_loss = vmap(member_loss)
     while active:
@@ -101,13 +110,13 @@ def _train_together(active: list[Member], bar) -> None:
         params = {n: torch.stack([p[n] for p in own]) for n in names}                   # [G, ...] each
         bufs = [dict(m.model.named_buffers()) for m in active]
         buffers = {n: torch.stack([b[n] for b in bufs]) for n in buffer_names}
-        inputs = torch.stack([b.inputs for b in batches])                                 # [G, B, T]
-        targets = torch.stack([b.targets for b in batches])                               # [G, B, T]
+        inputs, index, targets = (torch.stack([getattr(b, f) for b in batches])          # [G, B, T] / [G, B, K]
+                                  for f in ("inputs", "index", "targets"))
         for m in active:
             m.optimizer.zero_grad(set_to_none=True)
         with warnings.catch_warnings(), active[0].autocast():
             warnings.filterwarnings("ignore", message=_NO_BATCH_RULE)
-            losses = batched_loss(params, buffers, inputs, targets)                      # [G]
+            losses = batched_loss(params, buffers, inputs, index, targets)               # [G]
         losses.sum().backward()
         losses = losses.detach()
         for i, m in enumerate(active):

@@ -9,7 +9,7 @@ from evalsuite import tasks
 from evalsuite.models import ops
 from evalsuite.models.decayed import decayed_attention
 from evalsuite.models.swa import sliding_window_attention
-from evalsuite.train import autocast_for, make_optimizer, train_step
+from evalsuite.train import Graded, autocast_for, make_optimizer, train_step
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (benchmarks/gpu_check.sh runs it)")
 CUDA = torch.device("cuda")
@@ -47,7 +47,7 @@ def test_training_steps_never_sync_with_the_host(model):
     config = cfg.resolve("recall", model, preset="tiny")
     net = cfg.build_model(config["model"], 64).to(CUDA)
     opt = make_optimizer(net, cfg.TrainConfig(**config["train"]), CUDA)
-    batch = tasks.get("recall", **{k: v for k, v in config["task"].items() if k != "name"}).generate(16, 0).to(CUDA)
+    batch = Graded.of(tasks.get("recall", **{k: v for k, v in config["task"].items() if k != "name"}).generate(16, 0)).to(CUDA)
     autocast = autocast_for(CUDA, "auto")
     train_step(net, opt, batch, 1.0, autocast)  # first step: lazy initialisation may sync
     torch.cuda.synchronize()

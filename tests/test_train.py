@@ -128,24 +128,29 @@ def test_divergence_is_found_at_the_step_it_happened():
     assert first_non_finite(losses) == 2 and first_non_finite(losses[:2]) is None and first_non_finite([]) is None
 
 
-def test_the_no_sync_loss_equals_the_masked_loss():
-    """The CUDA path (head on every position, ignore_index) and the CPU path (masked positions) are
-    the same loss and the same gradients (checked here on CPU by calling both directly)."""
+def test_the_gathered_loss_equals_the_masked_loss():
+    """The training loss gathers K positions per example (``Graded``: fixed shapes, no host sync);
+    it is the same loss and gradients as selecting the graded positions by a boolean mask, which
+    this test does directly."""
     import torch.nn.functional as F
 
     from evalsuite import tasks
-    from evalsuite.train import IGNORE, graded_loss
+    from evalsuite.train import IGNORE, Graded, training_loss
 
     config = cfg.resolve("recall", "linear", preset="tiny")
     torch.manual_seed(0)
     model = cfg.build_model(config["model"], 64)
     batch = tasks.get("recall", **{k: v for k, v in config["task"].items() if k != "name"}).generate(8, 0)
-    masked = graded_loss(model, batch)[0]
-    logits = model.head(model.hidden(batch.inputs)).float()
-    dense = F.cross_entropy(logits.flatten(0, 1), batch.targets.flatten(), ignore_index=IGNORE)
-    torch.testing.assert_close(masked, dense, rtol=1e-6, atol=1e-7)
+    batch.targets[0, batch.targets[0] != IGNORE] = torch.where(torch.arange(int((batch.targets[0] != IGNORE).sum())) % 2 == 0,
+                                                               IGNORE, 5)  # an example with fewer graded positions
+    graded = Graded.of(batch)
+    assert graded.index.shape[1] == int((batch.targets != IGNORE).sum(1).max())
+    mask = batch.targets != IGNORE
+    masked = F.cross_entropy(model.head(model.hidden(batch.inputs)[mask]).float(), batch.targets[mask])
+    gathered = training_loss(model, graded)
+    torch.testing.assert_close(gathered, masked, rtol=1e-6, atol=1e-7)
     ga = torch.autograd.grad(masked, list(model.parameters()), allow_unused=True)
-    gb = torch.autograd.grad(dense, list(model.parameters()), allow_unused=True)
+    gb = torch.autograd.grad(gathered, list(model.parameters()), allow_unused=True)
     for a, b in zip(ga, gb):
         if a is not None:
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
