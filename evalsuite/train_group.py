@@ -104,12 +104,12 @@ def _train_together(active: list[Member], bar) -> None:
                                           {f"model.{n}": b for n, b in buffers.items()}), (inputs, index, targets))
 
     batched_loss = vmap(member_loss)
+    # the members' own tensors, looked up once: optimizers and resampling update them in place
+    tensors = {id(m): (dict(m.model.named_parameters()), dict(m.model.named_buffers())) for m in active}
     while active:
         batches = [m.next_batch() for m in active]
-        own = [dict(m.model.named_parameters()) for m in active]
-        params = {n: torch.stack([p[n] for p in own]) for n in names}                   # [G, ...] each
-        bufs = [dict(m.model.named_buffers()) for m in active]
-        buffers = {n: torch.stack([b[n] for b in bufs]) for n in buffer_names}
+        params = {n: torch.stack([tensors[id(m)][0][n] for m in active]) for n in names}  # [G, ...] each
+        buffers = {n: torch.stack([tensors[id(m)][1][n] for m in active]) for n in buffer_names}
         inputs, index, targets = (torch.stack([getattr(b, f) for b in batches])          # [G, B, T] / [G, B, K]
                                   for f in ("inputs", "index", "targets"))
         for m in active:
