@@ -11,9 +11,8 @@ PY=${PYTHON:-.venv/bin/python}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.is_available())" | tee -a "$OUT/gpu.txt"
 
-echo "== tests on CUDA (tests/test_cuda.py) and the suite's model tests with CUDA visible"
-timeout 240 "$PY" -m pytest -q -p no:cacheprovider tests/test_cuda.py tests/test_ops.py tests/test_decayed.py \
-    tests/test_models.py 2>&1 | tail -5 | tee "$OUT/tests.txt"
+echo "== tests on CUDA (tests/core/test_cuda.py) and the suite's model tests with CUDA visible"
+timeout 240 "$PY" -m pytest -q -p no:cacheprovider tests/core/test_cuda.py tests/models/ 2>&1 | tail -5 | tee "$OUT/tests.txt"
 
 echo "== kernels"
 timeout 120 "$PY" -m evalsuite.cli bench kernels --device cuda --lengths 1024,4096,16384 2>&1 | tee "$OUT/kernels.txt" | tail -15

@@ -4,7 +4,7 @@ Runs one sweep spec twice through ``evalsuite sweep``, each into its own fresh s
 ``--group on`` (points that differ only in rate and seed trained as one batched model) and with
 ``--group off`` (one run at a time per worker). Prints the wall time and runs per hour of each,
 and every run's test accuracy, steps and training loss both ways (the same runs, so the figures
-should agree up to float rounding; see tests/test_train_group.py for where they part).
+should agree up to float rounding; see tests/train/test_group.py for where they part).
 
     python benchmarks/grouped_sweep.py [--spec examples/sweeps/group-cpu.yaml] [--device cpu]
         [--workers 1] [--out results/bench-grouped] [--first on|off]

@@ -19,6 +19,11 @@ class UserError(EvalsuiteError, ValueError):
     exit_code = 2
 
 
+class ConfigError(UserError):
+    """An invalid run configuration (``--set``, a preset, a sweep point); the message names the
+    parameter and what is allowed."""
+
+
 class RunError(EvalsuiteError, RuntimeError):
     """Work that was started and failed."""
 

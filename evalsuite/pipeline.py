@@ -1,7 +1,9 @@
-"""One run end to end: validate, look up the store, train, analyse, persist (metrics first).
+"""Running a configuration: train it, analyse it, persist it (the record first, then its weights).
 
-The same steps serve a single ``evalsuite run`` (``execute``) and a sweep's workers
-(``train_and_analyse`` or ``train_and_analyse_unit`` in the worker, ``persist`` in the driver), so a run is saved one way.
+"Run" is the one verb for that, at every layer: ``run_one`` runs one ``RunConfig`` against a store
+(what ``evalsuite run`` does: the store's copy when it holds the run done), ``run_unit`` trains and
+analyses one configuration or a group of them in a sweep's worker, whose driver then ``persist``s
+each record. Training itself is ``evalsuite.train``'s (``train_one``, ``train_group``).
 """
 from __future__ import annotations
 
@@ -12,12 +14,13 @@ from typing import Any
 import torch
 
 from evalsuite import analysis
-from evalsuite import config as cfg
 from evalsuite import environment
+from evalsuite.config import RunConfig
 from evalsuite.errors import Interrupted
 from evalsuite.records import RunRecord, Status
+from evalsuite.resolve import resolve
 from evalsuite.store import Store
-from evalsuite.train import Trained, make_data, train_run
+from evalsuite.train import Trained, make_data, train_group, train_one
 
 
 def analyse(trained: Trained) -> None:
@@ -34,45 +37,37 @@ def analyse(trained: Trained) -> None:
     trained.record.metrics["analysis"] = result
 
 
-def train_and_analyse(config: dict, device: torch.device, *, progress: bool | None = None,
-                      cache_dir=None) -> Trained:
-    trained = train_run(config, device, progress=progress, cache_dir=cache_dir)
-    analyse(trained)
-    trained.record.env = environment.describe(device)
-    return trained
-
-
-def train_and_analyse_unit(configs: list[dict], device: torch.device, *, progress: bool | None = None,
-                           cache_dir=None) -> list[Trained]:
-    """A sweep worker's unit: one run, or a group trained together (``train_group``)."""
+def run_unit(configs: list[RunConfig], device: torch.device, *, progress: bool | None = None,
+             cache_dir=None) -> list[Trained]:
+    """Train and analyse one configuration, or a group trained together (``train_group``); what a
+    sweep's worker runs. Nothing is stored here: the driver persists the records."""
     if len(configs) == 1:
-        return [train_and_analyse(configs[0], device, progress=progress, cache_dir=cache_dir)]
-    from evalsuite.train_group import train_group
-
+        out = [train_one(configs[0], device, progress=progress, cache_dir=cache_dir)]
+    else:
+        out = train_group(configs, device, progress=progress, cache_dir=cache_dir)
     env = environment.describe(device)
-    out = train_group(configs, device, progress=progress, cache_dir=cache_dir)
     for trained in out:
         analyse(trained)
         trained.record.env = env
     return out
 
 
-def execute(config: dict, *, device: str = "auto", store: Store | None = None, force: bool = False,
+def run_one(config: RunConfig, *, device: str = "auto", store: Store | None = None, force: bool = False,
             progress: bool | None = None) -> RunRecord:
-    """Train ``config`` unless the store already holds it done (``force`` retrains)."""
+    """Run ``config`` unless the store already holds it done (``force`` retrains); no store: no
+    cache either."""
     dev = environment.resolve_device(device)
-    run_id = cfg.run_id(config)
     if store is None:
-        return train_and_analyse(config, dev, progress=progress).record  # no store: no cache either
+        return run_unit([config], dev, progress=progress)[0].record
     if not force:
-        row = store.get(run_id, with_history=True)
+        row = store.get(config.run_id, with_history=True)
         if row is not None and row.ok:
             return row.model_copy(update={"cached": True})
-    store.start(run_id, config, environment.describe(dev))
+    store.start(config.run_id, config.as_dict(), environment.describe(dev))
     try:
-        trained = train_and_analyse(config, dev, progress=progress, cache_dir=store.cache_dir)
+        trained = run_unit([config], dev, progress=progress, cache_dir=store.cache_dir)[0]
     except (KeyboardInterrupt, Interrupted) as exc:
-        store.interrupt([run_id], "interrupted by " + ("Ctrl-C" if isinstance(exc, KeyboardInterrupt) else "SIGTERM"))
+        store.interrupt([config.run_id], "interrupted by " + ("Ctrl-C" if isinstance(exc, KeyboardInterrupt) else "SIGTERM"))
         raise
     return persist(store, trained.record, trained.model.state_dict() if trained.model is not None else None)
 
@@ -105,12 +100,11 @@ def load_trained(store: Store, run_id: str):
         reason = row.first_error_line(120)
         raise KeyError(f"run {run_id} is {row.status}" + (f" ({reason})" if reason else "")
                        + "; only finished runs have weights to analyse")
-    config = row.config
-    data, _, tasks_ = make_data(config["task"], cfg.TrainConfig(**config["train"]), config["seed"], splits=("test",),
-                                cache_dir=store.cache_dir)
-    model = cfg.build_model(config["model"], max(t.vocab_size for t in tasks_))
+    config = RunConfig.from_dict(row.config)
+    data, _ = make_data(config.task, config.train, config.seed, splits=("test",), cache_dir=store.cache_dir)
+    model = config.model.build(config.task.vocab_size)
     model.load_state_dict(store.load_weights(row.run_id))
-    return config, model.eval(), data["test"]
+    return row.config, model.eval(), data["test"]
 
 
 def run(task: str, model: str, *, preset: str = "default", seed: int = 0, feature_map: str | None = None,
@@ -121,10 +115,10 @@ def run(task: str, model: str, *, preset: str = "default", seed: int = 0, featur
     ``overrides`` are config keys, bare (``lr=3e-3``) when unambiguous or dotted through a dict
     (``**{"train.lr": 3e-3}``). ``store``: a path, ``None`` for the default store, ``False`` for none.
     """
-    config = cfg.resolve(task, model, preset=preset, overrides=overrides, feature_map=feature_map, seed=seed)
+    config = resolve(task, model, preset=preset, overrides=overrides, feature_map=feature_map, seed=seed)
     environment.resolve_device(device)  # refuse a bad device before anything is written
     target = None if store is False else Store(None if store in (None, True) else store)
-    return execute(config, device=device, store=target, force=force, progress=progress)
+    return run_one(config, device=device, store=target, force=force, progress=progress)
 
 
-__all__ = ["Status", "analyse", "execute", "load_trained", "persist", "run", "train_and_analyse", "train_and_analyse_unit"]
+__all__ = ["Status", "analyse", "load_trained", "persist", "run", "run_one", "run_unit"]

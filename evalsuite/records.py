@@ -1,4 +1,6 @@
-"""The one shape of a run: ``RunRecord`` (typed, pydantic), its ``Status``, and the declared metrics.
+"""The one shape of a run: ``RunRecord`` (typed, pydantic), its ``Status``, the declared metrics
+and how a run's convergence reads (``convergence_note``); and the one shape of a reproduction's
+judgement: ``Verdict`` with its ``Outcome``.
 
 Every layer speaks it: the trainer returns one, executors send one back (as JSON through
 ``incoming/``), the store writes and reads one, and the CLI summary, sweeps, reports and
@@ -172,3 +174,51 @@ class RunRecord(BaseModel):
     def first_error_line(self, width: int = 200) -> str:
         lines = (self.error or "").strip().splitlines()
         return lines[0][:width] if lines else ""
+
+
+def convergence_note(metrics: dict) -> str:
+    """One line on how a run ended, for the CLI summary and the reports."""
+    stopped, gain = metrics.get("stopped"), metrics.get("last_quarter_gain")
+    acc, floor = metrics.get("accuracy"), metrics.get("context_chance")
+    if stopped is None:
+        return ""
+    if stopped == "target":
+        return f"reached the target validation accuracy at step {metrics.get('best_step')}"
+    if stopped == "patience":
+        return f"stopped early: validation accuracy stopped improving (best at step {metrics.get('best_step')})"
+    if metrics.get("undertrained"):
+        rise = f" by {gain:+.3f}" if isinstance(gain, float) and math.isfinite(gain) else ""
+        return (f"UNDERTRAINED: validation accuracy still rose{rise} in the last quarter of the budget, so this is "
+                f"not the model's limit (more train.epochs may change it)")
+    note = f"budget spent; validation accuracy flat over its last quarter ({gain:+.3f})" if isinstance(gain, float) else "budget spent"
+    if acc is not None and floor is not None and acc < floor + 0.05:
+        note += ("; at the chance floor, where MQAR models often plateau and then jump: calling this a failure needs "
+                 "a learning-rate sweep, two seeds and 4x the budget (evalsuite reproduce does that)")
+    return note
+
+
+class Outcome(str, Enum):
+    """What a reproduction concludes of a finding."""
+
+    REPRODUCED = "reproduced"
+    NOT_REPRODUCED = "not reproduced"
+    INCONCLUSIVE = "inconclusive"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Verdict(BaseModel):
+    """One finding judged from stored runs: the claim, where it comes from, the outcome, the figures
+    it rests on, each clause of the claim (True shown, False contradicted, None undecided) and why
+    the outcome is what it is. Data only: the report's verdict section renders it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    finding: str
+    source: str = ""
+    status: Outcome
+    figures: list[str] = Field(default_factory=list)
+    checks: dict[str, bool | None] = Field(default_factory=dict)
+    why: str = ""

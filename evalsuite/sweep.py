@@ -27,7 +27,7 @@ import math
 import os
 import time
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +35,12 @@ import yaml
 from tqdm.auto import tqdm
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
-from evalsuite import config as cfg
-from evalsuite.errors import Interrupted, UserError
+from evalsuite.config import RunConfig
+from evalsuite.errors import ConfigError, Interrupted, UserError
 from evalsuite.executors.base import incoming_dir, read_result
+from evalsuite.params import MAX_SEED
 from evalsuite.records import RunRecord, Status
+from evalsuite.resolve import resolve
 from evalsuite.store import Store
 
 NAMED_AXES = ("task", "model", "feature_map", "preset")
@@ -89,8 +91,8 @@ def load_spec(path: str | os.PathLike) -> SweepSpec:
     for axis, values in spec.grid.items():
         if not values:
             raise SweepError(f"SPEC {path}: grid axis {axis!r} has no values")
-    if not spec.seeds or any(not 0 <= s <= cfg.MAX_SEED for s in spec.seeds):
-        raise SweepError(f"SPEC {path}: seeds must be a non-empty list of integers from 0 to {cfg.MAX_SEED}, "
+    if not spec.seeds or any(not 0 <= s <= MAX_SEED for s in spec.seeds):
+        raise SweepError(f"SPEC {path}: seeds must be a non-empty list of integers from 0 to {MAX_SEED}, "
                          f"got {spec.seeds!r}")
     count = math.prod(len(v) for v in spec.grid.values()) + len(spec.points)  # an empty grid: the base point
     if count * len(spec.seeds) > MAX_POINTS:
@@ -118,19 +120,19 @@ def _check_size(data: Any, path: Path) -> None:
 @dataclass
 class Point:
     axes: dict[str, Any]          # the values that make this point (for messages and reports)
-    config: dict                  # canonical, validated
-    run_id: str = field(init=False)
+    config: RunConfig             # validated
 
-    def __post_init__(self):
-        self.run_id = cfg.run_id(self.config)
+    @property
+    def run_id(self) -> str:
+        return self.config.run_id
 
 
-def _resolve_point(values: dict[str, Any], seed: int) -> dict:
+def _resolve_point(values: dict[str, Any], seed: int) -> RunConfig:
     named = {k: values[k] for k in NAMED_AXES if k in values}
     overrides = {k: v for k, v in values.items() if k not in NAMED_AXES}
     if "task" not in named or "model" not in named:
-        raise cfg.ConfigError("every point needs a task and a model (in base, grid or points)")
-    return cfg.resolve(named["task"], named["model"], preset=named.get("preset", "default"),
+        raise ConfigError("every point needs a task and a model (in base, grid or points)")
+    return resolve(named["task"], named["model"], preset=named.get("preset", "default"),
                        feature_map=named.get("feature_map"), overrides=overrides, seed=seed)
 
 
@@ -235,14 +237,14 @@ def run_sweep(spec_path: str | os.PathLike | SweepSpec, *, store: Store, executo
                       device=device, retry_failed=retry_failed, address=address, threads=threads, group=group, echo=echo)
 
 
-def run_configs(configs: list[dict], *, name: str, store: Store, **options) -> dict:
-    """Run validated canonical configurations (``reproduce``'s escalations) as one sweep."""
-    points = list({p.run_id: p for p in (Point({"seed": c["seed"], "lr": c["train"]["lr"], "epochs": c["train"]["epochs"]}, c)
+def run_configs(configs: list[RunConfig], *, name: str, store: Store, **options) -> dict:
+    """Run configurations (``reproduce``'s escalations) as one sweep."""
+    points = list({p.run_id: p for p in (Point({"seed": c.seed, "lr": c.train.lr, "epochs": c.train.epochs}, c)
                                          for c in configs)}.values())
     # the id depends on the name too: two experiments that need the same runs each record them
     sid = hashlib.sha256((name + ":" + sweep_id(points)).encode()).hexdigest()[:12]
-    return run_points(points, name=name, spec={"name": name, "configs": [p.config for p in points]}, store=store,
-                      sid=sid, **options)
+    return run_points(points, name=name, spec={"name": name, "configs": [p.config.as_dict() for p in points]},
+                      store=store, sid=sid, **options)
 
 
 def run_points(points: list[Point], *, name: str, spec: dict, store: Store, executor: str = "local",
@@ -269,7 +271,7 @@ def run_points(points: list[Point], *, name: str, spec: dict, store: Store, exec
     if not todo:
         return {"sweep_id": sid, "points": len(points), "ran": 0, "failed": 0}
     for p in todo:
-        store.start(p.run_id, p.config, {})
+        store.start(p.run_id, p.config.as_dict(), {})
     progress = Progress(len(todo), echo)
     failed = 0
     try:

@@ -13,7 +13,7 @@ from .errors import classify_errors
 from .interference import coherence, crosstalk, gram, key_interference
 from .runs import ANALYSIS_EXAMPLES, RUN_ANALYSES, AnalysisInput, run_analysis, summary
 from .sharpness import attention_sharpness, row_stats
-from .state import DTYPE_BYTES, state_size
+from evalsuite.models.state import DTYPE_BYTES, state_size
 
 __all__ = ["ANALYSIS_EXAMPLES", "DTYPE_BYTES", "RUN_ANALYSES", "AnalysisInput", "analytic_probe", "answer_positions",
            "attention_views", "attention_sharpness", "capacity_probe", "classify_errors", "coherence", "crosstalk",

@@ -10,7 +10,7 @@ state near its largest rank is full: more pairs must overwrite or interfere.
 
 This file is also the worked example of a run analysis: registering it here is all it takes for
 every run to record it (``metrics["analysis"]["state_rank"]``); its report section is
-``evalsuite/reports/sections/state_rank.py``.
+``reports/sections/state_rank.py``.
 """
 from __future__ import annotations
 

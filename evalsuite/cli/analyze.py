@@ -55,11 +55,11 @@ def analyze_capacity(memory, feature_map, map_options, d_key, pairs, trained, se
                      csv_path, overwrite, save, store_path):
     """Retrieval accuracy of one memory as the number of stored pairs grows; prints the knee."""
     from evalsuite import analysis, files
-    from evalsuite.config import parse_value
+    from evalsuite.overrides import parse_value
 
     store = common.open_store(store_path) if save else None
     if csv_path:
-        from evalsuite.store import check_path
+        from evalsuite.store_file import check_path
 
         files.check_output(csv_path, "--csv", store=check_path(store_path), overwrite=overwrite)
     pair_counts = common.lengths(pairs, "pairs")

@@ -22,7 +22,7 @@ def bench() -> None:
 def bench_kernels(lengths, dim, heads, batch, recurrent_max, device):
     """Forward+backward time of SDPA, linear and delta kernels against T, with the crossover."""
     from evalsuite import bench as benchmarks
-    from evalsuite.config import require_memory
+    from evalsuite.resources import require_memory
 
     longest = max(common.lengths(lengths, "lengths"))
     # q, k, v, outputs, their gradients and the chunked intermediates: about 64 floats per element
@@ -41,7 +41,7 @@ def bench_decode(contexts, d_model, layers, heads, device):
     """Per-token decode time and state bytes: softmax's KV cache against linear/delta's fixed state."""
     from evalsuite import bench as benchmarks
 
-    from evalsuite.config import require_memory
+    from evalsuite.resources import require_memory
 
     if d_model % heads:
         raise common.BadInput(f"--d-model ({d_model}) must be divisible by --heads ({heads})")

@@ -40,7 +40,7 @@ def _map_options(cls) -> str:
 
 
 def _listing(kind: str) -> list[str]:
-    from evalsuite import config as cfg
+    from evalsuite.config import PRESETS
     from evalsuite import models, tasks
     from evalsuite.models import feature_maps
 
@@ -54,4 +54,4 @@ def _listing(kind: str) -> list[str]:
     if kind == "feature-maps":
         return [f"{name:<14} {_first_line(cls)}{_map_options(cls)}"
                 for name, cls in feature_maps.FEATURE_MAPS.items()]
-    return [f"{name:<14} {p['description']}" for name, p in cfg.PRESETS.items()]
+    return [f"{name:<14} {p['description']}" for name, p in PRESETS.items()]

@@ -18,7 +18,8 @@ from evalsuite.cli import common, main
 @common.compact_option
 def reproduce(names, scale, list_only, executor, workers, address, device, store_path, threads, group, verdicts_only, output,
               compact):
-    """Run the experiments behind docs/FINDINGS.md (all, or NAMES) and judge each from the stored results."""
+    """Run the experiments behind docs/FINDINGS.md (all, or NAMES: an experiment or a group such as
+    `frontier`) and judge each from the stored results."""
     from evalsuite import files
     from evalsuite import reproduce as rep
     from evalsuite import sweep as sweeps
@@ -26,42 +27,32 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
     from evalsuite.reports import builder
 
     if list_only:
-        for e in rep.EXPERIMENTS.values():
-            click.echo(f"{e.name}  ({e.source})\n    {e.finding}\n    expected: about {e.minutes['cpu']:g} min "
+        for e in rep.all_experiments():
+            group = f", group {e.group}" if e.group else ""
+            click.echo(f"{e.name}  ({e.source}{group})\n    {e.finding}\n    expected: about {e.minutes['cpu']:g} min "
                        f"at cpu scale on 2 cores; about {e.minutes['paper']:g} GPU-min at paper scale")
         return
-    names = rep.check_names(names)
+    experiments = rep.select(names)
     store = common.open_store(store_path, must_exist=verdicts_only)
     output = files.check_output(output or store.path.parent / "reports" / f"reproduce-{scale}.html", "--output",
                                 store=store.path)
     if not verdicts_only:
         common.device_name(device)
         get_executor(executor, workers=workers, device=device, address=address, threads=threads, group=group)
-    run_ids: list[str] = []
-    for name in names:
-        exp = rep.EXPERIMENTS[name]
-        spec = exp.spec(scale)
-        if spec is not None:
-            run_ids += [p.run_id for p in sweeps.expand(spec)]
-        if verdicts_only:
-            continue
-        click.echo(f"== {name}: {exp.finding}")
-        options = dict(store=store, executor=executor, workers=workers, device=device, address=address, threads=threads, group=group,
-                       echo=click.echo)
-        if spec is not None:
-            sweeps.run_sweep(spec, **options)
-            rep.escalate(exp, scale, store, lambda sweep_name, configs: sweeps.run_configs(configs, name=sweep_name, **options),
-                         echo=click.echo)
-        rep.run_probes(exp, scale, store, echo=click.echo)
-    if not store.path.exists():
-        raise common.BadInput(f"--store: nothing stored at {store.path}; run without --verdicts-only first")
-    verdicts = rep.verdicts(names, store, scale)
+        options = dict(store=store, executor=executor, workers=workers, device=device, address=address, threads=threads,
+                       group=group, echo=click.echo)
+        for exp in experiments:
+            click.echo(f"== {exp.name}: {exp.finding}")
+            rep.run_experiment(exp, scale, store, run_spec=lambda spec: sweeps.run_sweep(spec, **options),
+                               run_configs=lambda name, configs: sweeps.run_configs(configs, name=name, **options),
+                               echo=click.echo)
+    verdicts = rep.verdicts(experiments, store, scale)
     width = max(len(v.name) for v in verdicts) + 1
     for v in verdicts:
-        click.echo(f"{v.name:<{width}}{v.status.upper()}" + (f"  ({v.why})" if v.why else ""))
+        click.echo(f"{v.name:<{width}}{v.status.value.upper()}" + (f"  ({v.why})" if v.why else ""))
         for f in v.figures:
             click.echo(f"{'':<{width}}{f}")
-    runs = list({r.run_id: r for name in names for r in rep.experiment_runs(rep.EXPERIMENTS[name], scale, store)}.values())
+    runs = list({r.run_id: r for e in experiments for r in rep.experiment_runs(e, scale, store)}.values())
     path = builder.write(runs, output, title=f"evalsuite: reproducing the literature ({scale} scale)",
-                         probes=store.probes(), preamble=rep.verdict_html(verdicts), compact=compact)
+                         probes=store.probes(), verdicts=verdicts, compact=compact)
     click.echo(f"report   {path} ({path.stat().st_size / 2**20:.1f} MiB, {len(runs)} runs)")

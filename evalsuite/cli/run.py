@@ -26,20 +26,20 @@ from evalsuite.cli import common, main
 @click.option("--no-report", is_flag=True, help="skip the HTML report")
 def run(task, model, feature_map, preset, overrides, seed, device, store_path, threads, out, force, no_report):
     """Train MODEL on TASK, print a summary, record it in the store and write its report."""
-    from evalsuite import config as cfg
     from evalsuite import environment, files
-    from evalsuite.pipeline import execute
+    from evalsuite.pipeline import run_one
+    from evalsuite.resolve import resolve
 
-    config = cfg.resolve(task=task, model=model, preset=preset, overrides=overrides, feature_map=feature_map,
+    config = resolve(task=task, model=model, preset=preset, overrides=overrides, feature_map=feature_map,
                          seed=seed)
     dev = environment.resolve_device(device)
     store = common.open_store(store_path)
-    report = None if no_report else files.check_output(Path(out) / f"{cfg.run_id(config)}.html", "--out",
+    report = None if no_report else files.check_output(Path(out) / f"{config.run_id}.html", "--out",
                                                        store=store.path)
     common.set_threads(threads)
     click.echo(f"evalsuite run: {model} on {task} (preset {preset}, seed {seed}, device {dev}, "
                f"{_threads()} thread{'s' if _threads() != 1 else ''})", err=True)
-    result = execute(config, device=device, store=store, force=force)
+    result = run_one(config, device=device, store=store, force=force)
     if report is not None:
         from evalsuite.reports import builder
 
@@ -60,7 +60,7 @@ def _threads() -> int:
 
 
 def _summary(result, store_path, report) -> str:
-    from evalsuite.train import convergence_note
+    from evalsuite.records import convergence_note
 
     m = result.metrics
     model = result.config["model"]

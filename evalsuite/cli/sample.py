@@ -20,16 +20,17 @@ from evalsuite.cli import common, main
 def sample(task, preset, overrides, count, seed, out, overwrite):
     """Print examples of a task with the graded positions marked [input => target], or export them.
     Writes nothing but ``--out`` (no cache)."""
-    from evalsuite import config as cfg
     from evalsuite import files
-    from evalsuite.store import default_path
+    from evalsuite.resolve import resolve_task
+    from evalsuite.resources import check_memory
+    from evalsuite.store_file import default_path
 
     if out is not None:
         if Path(out).suffix not in (".jsonl", ".npz"):
             raise common.BadInput(f"--out: the file must end in .jsonl or .npz, got {out!r}")
         files.check_output(out, "--out", store=default_path(), overwrite=overwrite)
-    section, task_obj = cfg.resolve_task(task, preset=preset, overrides=overrides)
-    cfg.check_memory([(task_obj, count)], what="-n")
+    section, task_obj = resolve_task(task, preset=preset, overrides=overrides)
+    check_memory([(task_obj, count)], what="-n")
     batch = task_obj.generate(count, seed, cache_dir=False)
     if out is not None:
         _export(batch, Path(out), section)

@@ -1,17 +1,19 @@
-"""What every executor shares: run one point in a worker, hand the result back, and leave a copy
-in ``incoming/`` (written then renamed) so that a driver that died can ingest it later."""
+"""What every executor shares: run one unit (a configuration, or a group trained together) in a
+worker, hand the records back, and leave a copy in ``incoming/`` (written then renamed) so that a
+driver that died can ingest it later."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
 from typing import Iterator, Protocol
 
+from evalsuite.config import RunConfig
 from evalsuite.files import atomic_write, write_text
 from evalsuite.records import RunRecord, Status
 
 
 class Executor(Protocol):
-    def run(self, configs: list[dict], incoming: Path) -> Iterator[RunRecord]:
+    def run(self, configs: list[RunConfig], incoming: Path) -> Iterator[RunRecord]:
         """Yield one record per config, in completion order (the points of a group together)."""
 
 
@@ -26,27 +28,25 @@ def read_result(path: Path) -> RunRecord | None:
         return None  # a file being renamed into place, or unreadable: left for the next ingest
 
 
-def failed_result(config: dict, error: str) -> RunRecord:
-    from evalsuite import config as cfg
-
-    return RunRecord(run_id=cfg.run_id(config), config=config, status=Status.FAILED, error=error)
+def failed_result(config: RunConfig, error: str) -> RunRecord:
+    return RunRecord(run_id=config.run_id, config=config.as_dict(), status=Status.FAILED, error=error)
 
 
-def execute_unit(configs: list[dict], device: str, threads: int | None, incoming: str | None) -> list[RunRecord]:
-    """Train and analyse one validated config, or a group of them (``train_group``), in this
-    (worker) process; never raises for a failed run. The driver persists the records
-    (``pipeline.persist``); the weights travel as files."""
+def run_unit_in_worker(configs: list[RunConfig], device: str, threads: int | None, incoming: str | None) -> list[RunRecord]:
+    """Run one configuration, or a group of them (``pipeline.run_unit``), in this (worker) process;
+    never raises for a failed run. The driver persists the records (``pipeline.persist``); the
+    weights travel as files."""
     import torch
 
     from evalsuite import environment
-    from evalsuite.pipeline import train_and_analyse_unit
+    from evalsuite.pipeline import run_unit
 
     if threads:
         torch.set_num_threads(threads)
     dev = environment.resolve_device(device)
     cache = os.environ.get("EVALSUITE_CACHE") or (str(Path(incoming).parent / "cache") if incoming else None)
     records = []
-    for trained in train_and_analyse_unit(configs, dev, progress=False, cache_dir=cache):
+    for trained in run_unit(configs, dev, progress=False, cache_dir=cache):
         record = trained.record
         if incoming:
             folder = Path(incoming)

@@ -1,5 +1,5 @@
 """Which points of a sweep train together (``--group``): those that differ only in learning rate
-and seed (``train_group.group_key``), in groups of at most ``MAX_GROUP``, and no larger than it
+and seed (``train.group_key``), in groups of at most ``MAX_GROUP``, and no larger than it
 takes to give every worker a group. ``auto`` groups on CUDA only: on CPU a grouped step measured
 slower than its members' steps one after another (README, "Grouped training")."""
 from __future__ import annotations
@@ -10,14 +10,14 @@ GROUP_MODES = ("auto", "on", "off")
 MAX_GROUP = 8
 
 
-def plan(configs: list[dict], mode: str, *, gpu: bool, slots: int = 1) -> list[list[int]]:
+def plan(configs: list, mode: str, *, gpu: bool, slots: int = 1) -> list[list[int]]:
     """Indices into ``configs``, one list per unit a worker trains (a run alone, or a group), in
     the order of each unit's first point."""
     if mode not in GROUP_MODES:
         raise ValueError(f"--group must be one of {', '.join(GROUP_MODES)}, got {mode!r}")
     if mode == "off" or (mode == "auto" and not gpu):
         return [[i] for i in range(len(configs))]
-    from evalsuite.train_group import group_key
+    from evalsuite.train import group_key
 
     size = max(1, min(MAX_GROUP, math.ceil(len(configs) / max(1, slots))))
     units, groups = [], {}

@@ -15,7 +15,10 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Iterator
 
-from .base import execute_unit, failed_result
+from evalsuite.config import RunConfig
+from evalsuite.records import RunRecord
+
+from .base import failed_result, run_unit_in_worker
 from .grouping import plan
 
 MAX_ATTEMPTS = 3
@@ -50,14 +53,14 @@ class LocalExecutor:
     def _device(self, slot: int) -> str:
         return f"cuda:{slot % self.gpus}" if self.gpus else "cpu"
 
-    def run(self, configs: list[dict], incoming: Path) -> Iterator[dict]:
+    def run(self, configs: list[RunConfig], incoming: Path) -> Iterator[RunRecord]:
         pending = {u[0]: u for u in plan(configs, self.group, gpu=bool(self.gpus), slots=self.workers)}  # first point -> unit
         attempts = {k: 0 for k in pending}
         ctx = mp.get_context("spawn")  # safe with CUDA and threads; workers import torch once
         while pending:
             finished: set[int] = set()
             with ProcessPoolExecutor(max_workers=min(self.workers, len(pending)), mp_context=ctx) as pool:
-                futures = {pool.submit(execute_unit, [configs[i] for i in unit], self._device(n), self.threads,
+                futures = {pool.submit(run_unit_in_worker, [configs[i] for i in unit], self._device(n), self.threads,
                                        str(incoming)): k for n, (k, unit) in enumerate(pending.items())}
                 try:
                     for future in as_completed(futures):

@@ -8,9 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
+from evalsuite.config import RunConfig
 from evalsuite.errors import UserError
+from evalsuite.records import RunRecord
 
-from .base import execute_unit, failed_result
+from .base import failed_result, run_unit_in_worker
 from .grouping import plan
 
 
@@ -24,7 +26,7 @@ class RayExecutor:
         self.workers, self.device, self.address, self.gpu_fraction = workers, device, address, gpu_fraction
         self.threads, self.group = threads or 1, group
 
-    def run(self, configs: list[dict], incoming: Path) -> Iterator[dict]:
+    def run(self, configs: list[RunConfig], incoming: Path) -> Iterator[RunRecord]:
         import ray
 
         started_here = not ray.is_initialized()
@@ -36,7 +38,7 @@ class RayExecutor:
                          log_to_driver=False)
         try:
             gpus = ray.cluster_resources().get("GPU", 0) if self.device != "cpu" else 0
-            task = ray.remote(num_cpus=self.threads, num_gpus=self.gpu_fraction if gpus else 0)(execute_unit)
+            task = ray.remote(num_cpus=self.threads, num_gpus=self.gpu_fraction if gpus else 0)(run_unit_in_worker)
             device = "cuda" if gpus else "cpu"
             slots = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1) // self.threads))
             units = [[configs[i] for i in u] for u in plan(configs, self.group, gpu=bool(gpus), slots=slots)]

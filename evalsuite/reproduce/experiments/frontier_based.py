@@ -1,0 +1,38 @@
+"""Frontier (3 of 3): Based sits above both of its parts (Taylor linear attention, sliding-window
+attention) at no more state (docs/FINDINGS.md, finding 9)."""
+from __future__ import annotations
+
+from evalsuite.reproduce import frontier as fr
+from evalsuite.reproduce.cells import MARGIN, Cell
+from evalsuite.reproduce.experiment import Experiment, register
+from evalsuite.reproduce.verdict import higher
+
+PARTS = ("Taylor linear", "sliding window")
+
+
+def check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str]]:
+    """The best Based point above the strongest of each part with no more (x1.25) state."""
+    based = [c for c in fam["Based"] if c.present]
+    if not based:
+        return {"Based above its parts": None}, ["no finished Based run"]
+    top = max(based, key=lambda c: c.acc)
+    checks, figures = {}, [f"Based: {top.label} {top.acc:.3f} at {fr.state_text(top.state)} floats"]
+    for part in PARTS:
+        rivals = [c for c in fam[part] if c.present and c.state <= fr.EQUAL_STATE * top.state]
+        if not rivals:
+            checks[f"Based above {part} at no more state"] = None
+            figures.append(f"{part}: no point with at most {fr.EQUAL_STATE}x Based's state")
+            continue
+        rival = max(rivals, key=lambda c: c.acc)
+        figures.append(f"{part}: {rival.label} {rival.acc:.3f} at {fr.state_text(rival.state)} floats")
+        above_all = all(higher(top, r) and (r.stable or r.settled_below(top.acc - MARGIN)) for r in rivals)
+        checks[f"Based above {part} at no more state"] = (
+            True if above_all
+            else False if top.stable and any(r.stable and r.acc >= top.acc - MARGIN for r in rivals) else None)
+    return checks, figures
+
+
+register(Experiment(
+    "frontier-based", "Based sits above both of its parts (Taylor linear attention, sliding-window attention) at no more state.",
+    fr.SOURCE, fr.verdict_of(check), fr.PARAMS, fr.MINUTES, specs=fr.SPECS, cells=fr.all_cells, group="frontier",
+    order=132))

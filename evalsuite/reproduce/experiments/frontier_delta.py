@@ -1,0 +1,26 @@
+"""Frontier (1 of 3): the delta rule reaches MQAR accuracy 0.9 with less state than additive
+(elu+1) and decayed (GLA, Mamba-2 gate, RetNet) linear attention (docs/FINDINGS.md, finding 9)."""
+from __future__ import annotations
+
+from evalsuite.reproduce import frontier as fr
+from evalsuite.reproduce.cells import Cell
+from evalsuite.reproduce.experiment import Experiment, register
+
+DECAYED_AND_ADDITIVE = ("elu+1", "GLA", "Mamba-2 gate", "RetNet")
+
+
+def check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str]]:
+    """The delta rule reaches LEVEL with less state than every additive and decayed family."""
+    others = {k: v for k, v in fam.items() if k in DECAYED_AND_ADDITIVE}
+    figures = [f"least state reaching {fr.LEVEL} (base or 4x budget): " + ", ".join(
+        f"{k} {fr.state_text(fr.smallest_state(v))}" for k, v in {"delta": fam["delta"], **others}.items())]
+    return {f"delta reaches {fr.LEVEL} with less state than {k}": fr.less_state(fam["delta"], v)
+            for k, v in others.items()}, figures
+
+
+register(Experiment(
+    "frontier-delta",
+    f"The delta rule reaches MQAR accuracy {fr.LEVEL} with less state than additive (elu+1) and decayed "
+    "(GLA, Mamba-2, RetNet) linear attention.",
+    fr.SOURCE, fr.verdict_of(check), fr.PARAMS, fr.MINUTES, specs=fr.SPECS, cells=fr.all_cells, group="frontier",
+    order=130))

@@ -1,0 +1,58 @@
+"""elu+1 linear attention falls short of softmax at the same width, improves as d_model grows,
+and drops as D grows (docs/FINDINGS.md; Zoology, Figure 2; Based's recall/state trade-off)."""
+from __future__ import annotations
+
+from evalsuite.reproduce.cells import MARGIN
+from evalsuite.reproduce.experiment import Experiment, register
+from evalsuite.reproduce.protocol import CPU_BASE, CPU_SET, PAPER_BASE, PAPER_LRS, lrs, mqar, rows
+from evalsuite.reproduce.verdict import above, contradicted, higher, runnable, unsettled
+
+
+def cells_by_role(runs, p):
+    lo, hi = p["pairs"]
+    lin = {(w, D): mqar(runs, f"elu+1 d{w} D={D}", "linear", d_model=w, pairs=D, seq_len=p["seq_len"])
+           for w, D in [(w, hi) for w in p["widths"]] + [(p["ref_width"], lo)]}
+    soft = {D: mqar(runs, f"softmax d{p['ref_width']} D={D}", "softmax", d_model=p["ref_width"], pairs=D,
+                    seq_len=p["seq_len"]) for D in (lo, hi)}
+    return lin, soft
+
+
+def cells(runs, p):
+    lin, soft = cells_by_role(runs, p)
+    return [*lin.values(), *soft.values()]
+
+
+def verdict(runs, probes, p, judge):
+    lin, soft = cells_by_role(runs, p)
+    cs = [*lin.values(), *soft.values()]
+    if (v := judge.missing(cs)):
+        return v
+    lo, hi = p["pairs"]
+    w0, w1, ref = p["widths"][0], p["widths"][-1], p["ref_width"]
+    figures = [c.figure() for c in cs]
+    if (v := judge.control(soft[hi], figures)):
+        return v
+    few, many = lin[ref, lo], lin[ref, hi]
+    # drops as D grows (at the reference width): the small D must be learned, the large D's drop settled
+    drops = True if few.learned and higher(few, many) and many.settled_below(few.acc - MARGIN) \
+        else False if few.learned and contradicted(few, many) else None
+    return judge.decide(figures, {f"falls short of softmax at d_model {ref}": above(soft[hi], lin[ref, hi]),
+                                  f"improves from d_model {w0} to {w1}": above(lin[w1, hi], lin[w0, hi]),
+                                  f"drops from D={lo} to D={hi}": drops}, unsettled(cs), can_run=runnable(cs))
+
+
+register(Experiment(
+    "linear-width", "elu+1 linear attention falls short of softmax at the same width, improves as d_model grows, and drops "
+    "as D grows.", "Zoology Figure 2; Based recall/state trade-off", verdict,
+    params={"cpu": {"widths": [32, 64, 128], "ref_width": 64, "pairs": (4, 16), "seq_len": 64},
+            "paper": {"widths": [64, 128, 256, 512], "ref_width": 64, "pairs": (4, 16), "seq_len": 256}},
+    minutes={"cpu": 30, "paper": 240},
+    specs={"cpu": {"base": {**CPU_BASE, "model": "linear"}, "set": CPU_SET,
+                   "grid": rows(("linear", 32, 64, 16), ("linear", 64, 64, 16), ("linear", 128, 64, 16),
+                                ("linear", 64, 64, 4), ("softmax", 64, 64, 16), ("softmax", 64, 64, 4))},
+           "paper": {"base": {**PAPER_BASE, "model": "linear"},
+                     "grid": {"model.d_model": [64, 128, 256, 512], "task.seq_len,task.num_kv_pairs": [[256, 4], [256, 16]],
+                              **lrs(PAPER_LRS)},
+                     "points": [{"model": "softmax", "model.d_model": 64, "task.num_kv_pairs": D, "task.seq_len": 256,
+                                 "train.lr": lr} for lr in PAPER_LRS for D in (4, 16)]}},
+    cells=cells, order=20))

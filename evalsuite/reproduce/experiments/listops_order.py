@@ -1,0 +1,33 @@
+"""ListOps: softmax above elu+1 linear attention, both far below 100% (LRA, Tay et al. 2021, Table 1)."""
+from __future__ import annotations
+
+from evalsuite.reproduce.cells import MARGIN
+from evalsuite.reproduce.experiment import Experiment, register
+from evalsuite.reproduce.protocol import CPU_LRS, PAPER_LRS, lrs, pair
+from evalsuite.reproduce.verdict import above, fmt, runnable, unsettled
+
+FAR_BELOW = 0.9
+
+
+def verdict(runs, probes, p, judge):
+    soft, lin = pair(runs, "listops")
+    if (v := judge.missing([soft, lin])):
+        return v
+    figures = [c.figure() for c in (soft, lin)] + ["LRA Table 1: 36.37 vs 16.13 at length 2,000 (untuned); the floor is "
+                                                   "the majority-class rate"]
+    if soft.acc <= soft.floor + MARGIN:
+        return judge.inconclusive(figures, f"positive control failed: softmax ({fmt(soft.acc)}) is not above the "
+                                           f"majority-class rate ({fmt(soft.floor)}) by {MARGIN}")
+    far = max(soft.acc, lin.acc) < FAR_BELOW
+    return judge.decide(figures, {"softmax above elu+1": above(soft, lin), f"both far below 100% (< {FAR_BELOW})": far},
+                        unsettled([soft, lin]), can_run=runnable([soft, lin]))
+
+
+register(Experiment(
+    "listops-order", "ListOps: softmax above elu+1 linear attention, both far below 100%.", "LRA (Tay et al. 2021), Table 1",
+    verdict, params={"cpu": {}, "paper": {}}, minutes={"cpu": 12, "paper": 240},
+    specs={"cpu": {"base": {"task": "listops", "model": "softmax"}, "grid": {"model": ["softmax", "linear"], **lrs(CPU_LRS)},
+                   "set": {"train.num_train": 20000, "train.epochs": 3}},
+           "paper": {"base": {"task": "listops", "model": "softmax", "preset": "lra"},
+                     "grid": {"model": ["softmax", "linear"], **lrs(PAPER_LRS)}}},
+    cells=lambda runs, p: pair(runs, "listops"), order=60))

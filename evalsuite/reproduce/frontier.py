@@ -1,0 +1,164 @@
+"""The recall-memory frontier: MQAR accuracy against state size, one curve per mixer family.
+
+Every family is trained over the axis that sets its state (width for the fixed-state mixers, the
+window for sliding-window attention, the feature size for Based and its Taylor-linear part), each
+point with a learning-rate sweep and two seeds, under the rules of ``cells``. What the literature
+claims about this picture (docs/FINDINGS.md, finding 9) becomes three experiments that share this
+module's sweep (group ``frontier``), each able to fail: ``experiments/frontier_delta.py``,
+``frontier_swa.py`` and ``frontier_based.py``. The report draws the picture itself
+(``reports/sections/frontier.py``) from the summary rows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from evalsuite.records import RunRecord, Verdict
+
+from .cells import Cell
+from .protocol import CPU_BASE, CPU_LRS, CPU_SET
+from .verdict import Judge
+
+LEVEL = 0.9  # the accuracy whose cheapest state the verdicts compare (the table also shows 0.99)
+FAR = 4.0    # "far more state": at least this factor
+CLOSE = 2.0  # below this factor, "far more" is contradicted
+EQUAL_STATE = 1.25  # a part "at no more state" than Based: its state at most this factor of Based's
+
+
+@dataclass(frozen=True)
+class Family:
+    label: str
+    fixed: dict          # config keys every point of the family sets
+    axis: str            # the config key that sets its state
+    values: tuple        # the axis values at this scale
+    kind: str            # "delta", "additive", "decayed", "window", "based", "based-part", "control"
+
+
+def families(scale: str) -> list[Family]:
+    """The families and their axes. ``paper`` follows Zoology's README-plot sweep
+    (``zoology/experiments/030325_new_arch`` and ``models_repo.py``): widths 64 / 128 / 256 for the
+    fixed-state mixers, softmax and the sliding window at 128, windows 8 ... 1024, Based's feature
+    size 8 / 16 / 24 (Zoology crosses it with widths 48 / 64 / 128; here at width 64 only)."""
+    widths = (16, 32) if scale == "cpu" else (64, 128, 256)
+    width = 32 if scale == "cpu" else 128
+    windows = (8, 16, 32) if scale == "cpu" else (8, 16, 32, 64, 128, 256, 512, 1024)
+    features = (4, 8) if scale == "cpu" else (8, 16, 24)
+    based_width = 32 if scale == "cpu" else 64
+    based_window = 8 if scale == "cpu" else 64
+    return [
+        Family("softmax", {"model": "softmax", "model.d_model": width}, "model.d_model", (width,), "control"),
+        Family("delta", {"model": "delta"}, "model.d_model", widths, "delta"),
+        Family("elu+1", {"model": "linear", "model.feature_map": "elu1"}, "model.d_model", widths, "additive"),
+        Family("GLA", {"model": "gla", "model.gate": "vector"}, "model.d_model", widths, "decayed"),
+        Family("Mamba-2 gate", {"model": "gla", "model.gate": "scalar"}, "model.d_model", widths, "decayed"),
+        Family("RetNet", {"model": "gla", "model.gate": "fixed"}, "model.d_model", widths, "decayed"),
+        Family("sliding window", {"model": "swa", "model.d_model": width}, "model.window", windows, "window"),
+        Family("Based", {"model": "based", "model.d_model": based_width, "model.window": based_window}, "model.feature_dim",
+               features, "based"),
+        Family("Taylor linear", {"model": "linear", "model.feature_map": "taylor", "model.d_model": based_width},
+               "model.feature_dim", features, "based-part"),
+    ]
+
+
+def points(scale: str, lrs: list[float]) -> list[dict]:
+    """Sweep points: every family at every axis value and learning rate."""
+    return [{**f.fixed, f.axis: v, "train.lr": lr} for f in families(scale) for v in f.values for lr in lrs]
+
+
+def cells(runs, scale: str, setting: dict) -> dict[str, list[Cell]]:
+    """Family label -> one cell per axis value (``setting``: the task keys every point shares)."""
+    out = {}
+    for f in families(scale):
+        out[f.label] = []
+        for v in f.values:
+            where = {**{k: x for k, x in f.fixed.items() if k != "model"}, f.axis: v, **setting}
+            out[f.label].append(Cell.of(runs, f"{f.label} {f.axis.split('.')[-1]}={v}", task__name="recall",
+                                        model__name=f.fixed["model"],
+                                        **{k.replace(".", "__"): x for k, x in where.items()}))
+    return out
+
+
+def reaches(cell: Cell, level: float = LEVEL) -> bool:
+    """At the base budget or at 4x it (the protocol's own rerun): a late learner counts."""
+    return cell.present and (cell.learned_at(level) or (cell.long_acc is not None and cell.long_acc >= level))
+
+
+def smallest_state(family_cells: list[Cell], level: float = LEVEL) -> float | None:
+    """The least state among a family's cells that reach ``level`` (None: none does)."""
+    states = [c.state for c in family_cells if reaches(c, level)]
+    return min(states) if states else None
+
+
+def never_reaches(family_cells: list[Cell], level: float = LEVEL) -> bool:
+    """Every cell is present and stays below ``level`` when given 4x the budget, with a full sweep."""
+    return all(c.settled_below(level) for c in family_cells)
+
+
+def settled_under(family_cells: list[Cell], state: float | None, level: float = LEVEL, inclusive: bool = False) -> bool:
+    """Every cell of the family with less state than ``state`` (all, for None) that has not reached
+    ``level`` stays below it at 4x the budget with a full sweep: more budget cannot make it cheaper."""
+    cheaper = [c for c in family_cells
+               if state is None or c.state < state or (inclusive and c.state <= state)]
+    return all(reaches(c, level) or c.settled_below(level) for c in cheaper)
+
+
+def less_state(a: list[Cell], b: list[Cell]) -> bool | None:
+    """Family ``a`` reaches LEVEL with less state than ``b``: True, False, or None (unsettled)."""
+    sa, sb = smallest_state(a), smallest_state(b)
+    if sa is not None and (sb is None or sa < sb) and settled_under(b, sa, inclusive=True):
+        return True
+    if sb is not None and (sa is None or sb <= sa) and settled_under(a, sb):
+        return False
+    return None
+
+
+def state_text(x) -> str:
+    return "never" if x is None else f"{x:,.0f}"
+
+
+# Zoology's README plot, read off by eye (docs/FINDINGS.md, finding 9): what our figures stand beside.
+PUBLISHED = ("Zoology README plot (approximate): DeltaNet 0.79 at 9e3 floats, 0.96 at 3.5e4; GLA 0.53 at 4.7e3, "
+             "0.95 at 7e4; Mamba-2 0.52 at 8e3 to 0.84 at 1e5; sliding window 0.08 at 1e4 to 0.94 at 5e5; "
+             "Based 0.67 at 9e3 rising to 1.0")
+
+
+PAPER_LRS = [0.001, 0.00316, 0.01, 0.0316]  # Zoology's README plot: logspace(-3, -1.5, 4)
+# one sweep behind the three frontier experiments (shared run ids: each run trains once)
+SPECS = {
+    # the base is itself a point (the softmax control at the middle rate), so it adds no run
+    "cpu": {"base": {**CPU_BASE, "model.d_model": 32, "train.lr": CPU_LRS[1]}, "set": {**CPU_SET, "task.num_kv_pairs": 16},
+            "points": points("cpu", CPU_LRS)},
+    # Zoology's README plot (zoology/experiments/030325_new_arch): the recall preset zoology-mixture
+    # (train (T, D) = (64, 4) x 100k, (128, 8), (256, 16), (256, 32), (256, 64) x 20k each; test to
+    # (1024, 256)), 2 layers, 2 heads, no MLP, no positions, batch 256, 32 epochs, rates
+    # logspace(-3, -1.5, 4). Deviations: our short convolution (kernel 3) stands in for its BaseConv
+    # (kernel 3 plus an implicit long convolution); Based at width 64 only.
+    "paper": {"base": {"task": "recall", "model": "softmax", "preset": "zoology-mixture", "model.d_model": 128,
+                       "train.lr": PAPER_LRS[1]},
+              "points": points("paper", PAPER_LRS)},
+}
+PARAMS = {"cpu": {"scale": "cpu", "setting": {"task.seq_len": 64, "task.num_kv_pairs": 16}},
+          "paper": {"scale": "paper", "setting": {"task.vocab_size": 8192}}}  # the zoology-mixture preset's runs
+SOURCE = "Zoology README plot; Based (Arora et al. 2024), Figure 2; DeltaNet"
+MINUTES = {"cpu": 90, "paper": 600}
+
+
+def all_cells(runs: list[RunRecord], p: dict) -> list[Cell]:
+    return [c for cs in cells(runs, p["scale"], p["setting"]).values() for c in cs]
+
+
+def verdict_of(check):
+    """The verdict function of a frontier experiment: the families' cells, the softmax control,
+    then ``check(families) -> (clauses, figures)``."""
+    from .verdict import runnable, unsettled
+
+    def verdict(runs: list[RunRecord], probes, p: dict, judge: Judge) -> Verdict:
+        fam = cells(runs, p["scale"], p["setting"])
+        flat = [c for cs in fam.values() for c in cs]
+        if (v := judge.missing(flat)):
+            return v
+        figures = [c.figure() for c in flat]
+        if (v := judge.control(fam["softmax"][0], figures)):
+            return v
+        checks, more = check(fam)
+        return judge.decide(figures + more + [f"published: {PUBLISHED}"], checks, unsettled(flat), can_run=runnable(flat))
+    return verdict

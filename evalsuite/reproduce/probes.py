@@ -1,0 +1,100 @@
+"""Trained capacity probes (Schlag et al. 2021, section 6.1, setting 1) as an experiment runs them:
+the curves its verdict reads (``probe_curves``), what a knee still needs before it can be cited
+(``knee_unsettled``), and the runner that probes, then adds seeds and steps until it is settled."""
+from __future__ import annotations
+
+import pandas as pd
+
+from evalsuite.labels import memory_label
+from evalsuite.records import TARGET_ACCURACY
+
+from .cells import BUDGET_FACTOR
+
+PROBE_STEPS = 4000  # the paper trains up to 100,000 steps; 4,000 at CPU scale (the knee is read from held-out loss and accuracy)
+MAX_PROBE_ROUNDS = 4
+
+
+def probe_curves(probes: pd.DataFrame, d_key: int) -> dict[str, pd.DataFrame]:
+    """Per memory, one row per S from the longest step budget probed: accuracy averaged over the
+    seeds at that budget, ``seeds``, ``ran_out`` (some seed used every step: it may still have
+    been learning) and ``base_steps`` (the memory's first budget). Only trained, setting-1 probes
+    of the paper's variant at ``d_key``: other d_key or variants are never pooled in."""
+    if probes is None or probes.empty or "d_key" not in probes:
+        return {}
+    rows = probes[(probes.trained == True) & (probes.setting == 1) & (probes.d_key == d_key)]  # noqa: E712
+    if "variant" in rows:
+        rows = rows[rows.variant.fillna("schlag") == "schlag"]
+    if rows.empty:
+        return {}
+    rows = rows.assign(max_steps=rows.get("max_steps", pd.Series(0, index=rows.index)).fillna(0),
+                       steps=rows.get("steps", pd.Series(0, index=rows.index)).fillna(0),
+                       seed=rows.get("seed", pd.Series(0, index=rows.index)).fillna(0))
+    rows = rows.assign(ran_out=rows.steps >= rows.max_steps, base_steps=rows.groupby("memory").max_steps.transform("min"))
+    grouped = rows.groupby(["memory", "pairs", "max_steps"]).agg(
+        accuracy=("accuracy", "mean"), seeds=("seed", "nunique"), ran_out=("ran_out", "any"),
+        base_steps=("base_steps", "first")).reset_index()
+    grouped = grouped.sort_values("max_steps").drop_duplicates(["memory", "pairs"], keep="last")
+    return {m: df.sort_values("pairs") for m, df in grouped.groupby("memory")}
+
+
+def knee_unsettled(curve: pd.DataFrame, threshold: float = TARGET_ACCURACY) -> tuple[str, list[int]] | None:
+    """What the first S below ``threshold`` still needs before the knee can be cited, and the S
+    values from it on: ``("seed", S)`` (a second seed), ``("steps", S)`` (4x the steps: a seed ran
+    out of steps and may still have been learning); ``None`` when settled."""
+    failing = curve[curve.accuracy < threshold]
+    if failing.empty:
+        return None
+    first = failing.iloc[0]
+    pending = [int(x) for x in curve.pairs if x >= first.pairs]
+    if first.seeds < 2:
+        return "seed", pending
+    if first.ran_out and first.max_steps < BUDGET_FACTOR * first.base_steps:
+        return "steps", pending
+    return None  # two seeds, each probed at 4x or stopped by the paper's rule (10 evaluations without a better loss)
+
+
+def probe_name(call: dict) -> str:
+    return memory_label(call["memory"], call.get("feature_map"), call.get("feature_map_options"))
+
+
+def _full(call: dict) -> dict:
+    from evalsuite.analysis.capacity import PAIRS
+
+    return {"d_key": 16, "pairs": list(PAIRS), "variant": "schlag", "steps": PROBE_STEPS, **call}
+
+
+def run_probes(calls: list[dict], store, echo=print) -> None:
+    """Trained capacity probes (setting 1), stored in the store's probes table; skips those done.
+    A knee whose first failing S has one seed gets a second; one that ran out of steps, 4x the steps."""
+    from evalsuite.analysis import capacity_probe
+
+    have = store.probes()
+    for call in map(_full, calls):
+        name = probe_name(call)
+        if not have.empty and {"memory", "trained", "d_key", "pairs", "setting", "variant", "max_steps"} <= set(have):
+            mine = have[(have.memory == name) & (have.trained == True) & (have.d_key == call["d_key"])  # noqa: E712
+                        & (have.setting == 1) & (have.variant == call["variant"]) & (have.max_steps == call["steps"])]
+            if set(call["pairs"]) <= set(mine.pairs):
+                echo(f"  probe {name}: cached")
+                continue
+        echo(f"  probe {name}, d_key {call['d_key']}, S in {call['pairs']}")
+        store.add_probes(capacity_probe(trained=True, echo=echo, **call))
+    for _ in range(MAX_PROBE_ROUNDS):
+        pending_any = False
+        for call in map(_full, calls):
+            curve = probe_curves(store.probes(), call["d_key"]).get(probe_name(call))
+            todo = None if curve is None else knee_unsettled(curve)
+            if todo is None:
+                continue
+            pending_any = True
+            need, pairs = todo
+            steps = int(curve.max_steps.max())
+            seeds = [0, 1] if need == "steps" else [1]
+            steps = BUDGET_FACTOR * steps if need == "steps" else steps
+            echo(f"  probe {probe_name(call)} again ({'4x the steps' if need == 'steps' else 'a second seed'}), "
+                 f"S in {pairs}, {steps} steps, seeds {seeds}")
+            for seed in seeds:
+                store.add_probes(capacity_probe(trained=True, echo=echo, **{**call, "pairs": pairs, "steps": steps,
+                                                                            "seed": seed}))
+        if not pending_any:
+            return

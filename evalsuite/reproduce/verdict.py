@@ -1,0 +1,124 @@
+"""The rules that turn cells into a verdict: comparisons with margins, positive controls, and how
+clauses combine into an outcome (``Judge.decide``). A verdict is data (``records.Verdict``); the
+report's verdict section renders it.
+
+A verdict never claims what was not measured: a finding whose runs are missing or failed is
+inconclusive, and so is one whose clauses rest on a cell that more budget, rates or seeds could
+still move (``Cell.stable``, ``Cell.settled_below``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from evalsuite.records import Outcome, Verdict
+
+from .cells import MARGIN, Cell
+
+REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = Outcome.REPRODUCED, Outcome.NOT_REPRODUCED, Outcome.INCONCLUSIVE
+WORD = {True: "yes", False: "no", None: "undecided"}
+
+
+def higher(a: Cell, b: Cell, margin: float = MARGIN) -> bool:
+    """``a`` above ``b`` by more than the margin plus both cells' seed spreads (sample standard
+    deviations over seeds)."""
+    return a.present and b.present and a.acc - b.acc > margin + _spread(a) + _spread(b)
+
+
+def not_higher(a: Cell, b: Cell, margin: float = MARGIN) -> bool:
+    """``a`` is not above ``b`` even by the margin (the opposite of ``higher`` with a gap between)."""
+    return a.present and b.present and a.acc - b.acc <= margin
+
+
+def _spread(c: Cell) -> float:
+    return 0.0 if math.isnan(c.spread) else c.spread
+
+
+def contradicted(a: Cell, b: Cell) -> bool:
+    """``a`` is not above ``b`` once budgets are fair: ``b`` given 4x the budget reaches a stable
+    ``a``; or ``a`` is not above ``b`` and more budget does not change that (both figures stable,
+    or both rerun at 4x with complete sweeps and seeds, and ``a`` not above there either)."""
+    if not (a.present and b.present):
+        return False
+    long_b = b.long_acc
+    if a.stable and long_b is not None and not b.incomplete() and a.acc - long_b <= MARGIN:
+        return True
+    if not not_higher(a, b):
+        return False
+    if a.stable and b.stable:
+        return True
+    long_a, long_b = a.long_acc, b.long_acc
+    return (long_a is not None and long_b is not None and not a.incomplete() and not b.incomplete()
+            and long_a - long_b <= MARGIN)
+
+
+def above(a: Cell, b: Cell) -> bool | None:
+    """``a`` above ``b`` with ``b``'s shortfall settled (True), contradicted (False), or undecided."""
+    if higher(a, b) and b.settled_below(a.acc - MARGIN):
+        return True
+    return False if contradicted(a, b) else None
+
+
+def unsettled(cells: list[Cell]) -> str:
+    """What each cell whose figure could still move with more budget, rates or seeds lacks."""
+    return "; ".join(f"{c.label}: {'; '.join(c.missing_for_settled())}" for c in cells
+                     if c.present and not c.stable and c.missing_for_settled())
+
+
+def runnable(cells: list[Cell]) -> bool:
+    """Whether `reproduce` can still run something that settles these cells (else only a harder
+    setting can: a 4x rerun already moved a figure)."""
+    return any(c.next_changes() for c in cells)
+
+
+def fmt(x) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
+
+
+@dataclass(frozen=True)
+class Judge:
+    """Makes the verdicts of one experiment (its name, finding and source on each)."""
+
+    name: str
+    finding: str
+    source: str
+
+    def verdict(self, status: Outcome, figures: list[str], why: str = "",
+                checks: dict[str, bool | None] | None = None) -> Verdict:
+        return Verdict(name=self.name, finding=self.finding, source=self.source, status=status, figures=figures,
+                       checks=checks or {}, why=why)
+
+    def inconclusive(self, figures: list[str], why: str) -> Verdict:
+        return self.verdict(INCONCLUSIVE, figures, why)
+
+    def missing(self, cells: list[Cell]) -> Verdict | None:
+        """Inconclusive when a cell has no finished run."""
+        gone = [c.label for c in cells if not c.present]
+        if gone:
+            return self.inconclusive([c.figure() for c in cells],
+                                     f"no finished run for {', '.join(gone)}: run `evalsuite reproduce {self.name}`")
+        return None
+
+    def control(self, control: Cell, figures: list[str]) -> Verdict | None:
+        """Inconclusive unless the positive control (the model that should succeed) learned."""
+        if control.learned:
+            return None
+        return self.inconclusive(figures, f"positive control failed: {control.label} did not learn this setting "
+                                          f"({fmt(control.acc)}, chance {fmt(control.floor)}), so a failure here says "
+                                          f"nothing about the model")
+
+    def decide(self, figures: list[str], checks: dict[str, bool | None], todo: str = "",
+               can_run: bool = True) -> Verdict:
+        """Each clause is True (shown), False (contradicted by settled runs) or None (not decidable:
+        a run it rests on is unsettled). Reproduced when every clause holds; not reproduced when
+        one is contradicted; otherwise inconclusive, saying what to run."""
+        figures = figures + ["; ".join(f"{k}: {WORD[v]}" for k, v in checks.items())]
+        if all(v is True for v in checks.values()):
+            return self.verdict(REPRODUCED, figures, checks=checks)
+        if any(v is False for v in checks.values()):
+            return self.verdict(NOT_REPRODUCED, figures, "contradicted: " + ", ".join(k for k, v in checks.items()
+                                                                                     if v is False), checks)
+        hint = (f"; `evalsuite reproduce {self.name}` runs what is missing" if can_run
+                else "; more budget overturns a failure here, so a setting where it fails is needed")
+        return self.verdict(INCONCLUSIVE, figures, "undecided: " + ", ".join(k for k, v in checks.items() if v is None)
+                            + (f" (to settle: {todo}{hint})" if todo else ""), checks)

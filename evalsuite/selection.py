@@ -1,0 +1,93 @@
+"""How a configuration's figure is chosen and stated: one path for the report's summary rows and
+the verdicts of ``evalsuite reproduce`` alike.
+
+Over learning rates, a configuration is read at the rate whose mean validation accuracy over its
+seeds is highest (``records.SELECT_RATE_BY``; never by test accuracy); a tie goes to the smaller
+rate. At that rate its figure is the mean of a metric over the seeds, with the sample standard
+deviation and n beside it, and the per-seed values.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Iterable
+
+from evalsuite.records import SELECT_RATE_BY, RunRecord
+
+
+def by_rate(runs: Iterable[RunRecord]) -> dict[float, list[RunRecord]]:
+    """Done runs by learning rate, rates ascending."""
+    out: dict[float, list[RunRecord]] = {}
+    for r in runs:
+        if r.ok:
+            out.setdefault(r.lr, []).append(r)
+    return dict(sorted(out.items()))
+
+
+def best_rate(runs: Iterable[RunRecord]) -> float | None:
+    """The rate with the best mean validation accuracy over seeds (ties: the smaller rate); None
+    when no done run has a validation accuracy."""
+    means = {}
+    for lr, members in by_rate(runs).items():
+        values = _values(members, SELECT_RATE_BY)
+        if values:
+            means[lr] = statistics.fmean(values)
+    return max(means, key=lambda lr: (means[lr], -lr)) if means else None
+
+
+def at_best_rate(runs: Iterable[RunRecord]) -> tuple[float | None, list[RunRecord]]:
+    """``(rate, its done runs)``, seeds ascending."""
+    runs = list(runs)
+    lr = best_rate(runs)
+    if lr is None:
+        return None, []
+    return lr, sorted(by_rate(runs)[lr], key=lambda r: r.seed)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A metric over seeds: the per-seed values (seeds ascending), their mean, and the sample
+    standard deviation (None below two seeds)."""
+
+    values: tuple[float, ...]
+    seeds: tuple[int, ...]
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.values) if self.values else math.nan
+
+    @property
+    def std(self) -> float | None:
+        return statistics.stdev(self.values) if self.n >= 2 else None
+
+    def text(self, digits: int = 3, per_seed: int = 5) -> str:
+        """``0.812 +- 0.034 sd (n=3: 0.801, 0.784, 0.851)``; the seeds' values when there are at
+        most ``per_seed`` of them."""
+        if not self.values:
+            return "n/a"
+        out = f"{self.mean:.{digits}f}"
+        if self.std is None:
+            return out + " (n=1)"
+        out += f" +- {self.std:.{digits}f} sd (n={self.n}"
+        if self.n <= per_seed:
+            out += ": " + ", ".join(f"{v:.{digits}f}" for v in self.values)
+        return out + ")"
+
+
+def figure(runs: Iterable[RunRecord], metric: str = "accuracy") -> Figure:
+    """``metric`` over ``runs`` (one per seed), seeds ascending; runs without it are left out."""
+    pairs = sorted((r.seed, r.metrics[metric]) for r in runs if _finite(r.metrics.get(metric)))
+    return Figure(tuple(v for _, v in pairs), tuple(s for s, _ in pairs))
+
+
+def _values(runs: list[RunRecord], metric: str) -> list[float]:
+    return [r.metrics[metric] for r in runs if _finite(r.metrics.get(metric))]
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

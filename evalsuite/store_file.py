@@ -1,0 +1,136 @@
+"""The store's file: its SQLite schema and marks (``application_id``, ``user_version``), the
+checks that refuse any other file before it is read or written, read-only opening, and the
+migration of older stores."""
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+from evalsuite.errors import UserError
+from evalsuite.files import SQLITE_MAGIC
+
+APPLICATION_ID = 0x45564C53  # "EVLS"
+SCHEMA_VERSION = 2  # 1: before pid, host and warnings; migrated on the first write
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id      TEXT PRIMARY KEY,
+    task        TEXT NOT NULL,
+    model       TEXT NOT NULL,
+    feature_map TEXT,
+    seed        INTEGER NOT NULL,
+    status      TEXT NOT NULL,
+    config      TEXT NOT NULL,
+    metrics     TEXT NOT NULL DEFAULT '{}',
+    error       TEXT,
+    env         TEXT NOT NULL DEFAULT '{}',
+    started_at  REAL NOT NULL,
+    finished_at REAL,
+    pid         INTEGER,
+    host        TEXT,
+    warnings    TEXT
+);
+CREATE TABLE IF NOT EXISTS steps (
+    run_id TEXT NOT NULL,
+    step   INTEGER NOT NULL,
+    name   TEXT NOT NULL,
+    value  REAL,
+    PRIMARY KEY (run_id, step, name)
+);
+CREATE TABLE IF NOT EXISTS sweeps (
+    sweep_id TEXT PRIMARY KEY,
+    name     TEXT NOT NULL,
+    spec     TEXT NOT NULL,
+    created  REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sweep_runs (
+    sweep_id TEXT NOT NULL,
+    run_id   TEXT NOT NULL,
+    PRIMARY KEY (sweep_id, run_id)
+);
+CREATE TABLE IF NOT EXISTS probes (
+    key     TEXT PRIMARY KEY,
+    created REAL NOT NULL,
+    data    TEXT NOT NULL
+);
+"""
+
+ADDED_COLUMNS = {"pid": "INTEGER", "host": "TEXT", "warnings": "TEXT"}  # since schema 1
+TABLES = {"runs", "steps", "sweeps", "sweep_runs", "probes"}
+
+
+class StoreError(UserError):
+    """A store path that is not (or cannot be) an evalsuite store."""
+
+
+def default_path() -> Path:
+    return Path(os.environ.get("EVALSUITE_STORE", "results/evalsuite.db"))
+
+
+def check_path(path: str | os.PathLike | None, option: str = "--store") -> Path:
+    """The store path, or ``StoreError`` when it cannot be one (empty, a folder, not a store)."""
+    if path is None:
+        option = "$EVALSUITE_STORE" if "EVALSUITE_STORE" in os.environ else option
+        path = default_path()
+    if not str(path).strip():
+        raise StoreError(f"{option}: empty path; give a file such as results/evalsuite.db")
+    path = Path(path)
+    if path.is_dir():
+        raise StoreError(f"{option}: {path} is a folder; give a file such as {path / 'evalsuite.db'}")
+    if path.exists():
+        with open(path, "rb") as f:
+            head = f.read(16)
+        if head and head != SQLITE_MAGIC:
+            raise StoreError(f"{option}: {path} is not an evalsuite store (not an SQLite database); "
+                             f"evalsuite will not read or write it")
+        if head:
+            check_schema(path, option)
+    return path
+
+
+def open_read_only(path: Path) -> sqlite3.Connection:
+    """Open without ever writing the database (a WAL store in a read-only folder: as immutable)."""
+    uri = path.resolve().as_uri()
+    try:
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=60)
+        conn.execute("PRAGMA busy_timeout=60000")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        return sqlite3.connect(f"{uri}?immutable=1", uri=True)
+
+
+def check_schema(path: Path, option: str) -> None:
+    try:
+        conn = open_read_only(path)
+        try:
+            app, version = conn.execute("PRAGMA application_id").fetchone()[0], conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{option}: {path} cannot be read as an SQLite database ({exc})") from None
+    if app == APPLICATION_ID:
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"{option}: {path} was written by a newer evalsuite (schema {version}; this one reads "
+                             f"up to {SCHEMA_VERSION}); upgrade evalsuite")
+        return
+    if app == 0 and tables <= TABLES:
+        return  # empty, an evalsuite store from before the schema was marked (version 1), or one that
+        # another evalsuite process is creating right now (its tables appear one by one)
+    raise StoreError(f"{option}: {path} is an SQLite database of another program "
+                     f"(tables: {', '.join(sorted(tables)) or 'none'}); evalsuite will not read or write it")
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """Bring a store written by an older evalsuite up to ``SCHEMA_VERSION`` (columns added since)."""
+    if conn.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
+        return
+    have = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
+    for name, kind in ADDED_COLUMNS.items():
+        if name not in have:
+            conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    conn.commit()

@@ -1,0 +1,54 @@
+"""Evaluation: accuracy and loss over the scored positions of a split, optionally broken down by
+per-example metadata, under the run's precision."""
+from __future__ import annotations
+
+import contextlib
+
+import torch
+import torch.nn.functional as F
+
+from evalsuite.resources import eval_batch_size
+from evalsuite.tasks import Batch
+
+
+def autocast_for(device: torch.device, precision: str):
+    if precision == "bf16" or (precision == "auto" and device.type == "cuda"):
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+@torch.no_grad()
+def evaluate(model, data: Batch, device: torch.device, precision: str = "auto", batch_size: int = 256,
+             slice_keys: tuple[str, ...] = ()) -> dict:
+    """Accuracy and mean loss over the scored positions of ``data``; with ``slice_keys``, also
+    accuracy per value of that per-example metadata (``slices``)."""
+    was_training = model.training
+    model.eval()
+    correct, counts, losses = [], [], []
+    batch_size = eval_batch_size(data.inputs.shape[1], batch_size)  # long segments: fewer examples a batch
+    for start in range(0, len(data), batch_size):
+        batch = data[start:start + batch_size].to(device)
+        mask = batch.score_mask
+        with autocast_for(device, precision):
+            hidden = model.hidden(batch.inputs)[mask]
+            logits = model.head(hidden).float()
+        target = batch.targets[mask]
+        losses.append(F.cross_entropy(logits, target, reduction="sum").item() if target.numel() else 0.0)
+        rows = mask.nonzero()[:, 0]  # example of each scored position
+        hits = (logits.argmax(-1) == target).long()
+        correct.append(torch.zeros(len(batch), dtype=torch.long, device=device).index_add_(0, rows, hits).cpu())
+        counts.append(mask.sum(1).cpu())
+    model.train(was_training)
+    correct, counts = torch.cat(correct), torch.cat(counts)
+    total = int(counts.sum())
+    out = {"accuracy": int(correct.sum()) / max(total, 1), "loss": sum(losses) / max(total, 1), "graded": total}
+    keys = [k for k in slice_keys if k in data.meta]
+    if keys:
+        groups: dict[tuple, list[int]] = {}
+        for i, values in enumerate(zip(*(data.meta[k].tolist() for k in keys))):
+            groups.setdefault(values, []).append(i)
+        out["slices"] = []
+        for values, idx in sorted(groups.items()):
+            c, n = int(correct[idx].sum()), int(counts[idx].sum())
+            out["slices"].append({**dict(zip(keys, values)), "accuracy": c / max(n, 1), "graded": n})
+    return out

@@ -1,0 +1,326 @@
+"""The training loop of one run: a ``RunConfig`` in, a ``Trained`` (its ``RunRecord``, and for a
+finished run the best checkpoint and the test batch) out.
+
+Loss and logits are computed only at graded positions: the hidden states there are gathered
+before the output head, which dominates the cost at large vocabularies. The trainer knows nothing
+of analyses or stores: ``evalsuite.pipeline`` analyses and persists what it returns.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import sys
+import time
+import types
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+
+from evalsuite.config import RunConfig, TrainConfig
+from evalsuite.models.feature_maps import FeatureMap
+from evalsuite.models.state import state_size
+from evalsuite.records import RunRecord, Status
+from evalsuite.tasks import IGNORE, Batch
+from evalsuite.tasks.base import majority_rate
+
+from .data import Graded, make_data, stage
+from .evaluate import autocast_for, evaluate
+
+class Diverged(RuntimeError):
+    pass
+
+
+@dataclass
+class Trained:
+    """What training returns: the record, and for a finished run the model (best checkpoint) and
+    the test batch the pipeline's analyses read."""
+
+    record: RunRecord
+    model: torch.nn.Module | None = field(default=None, repr=False)
+    test: Batch | None = field(default=None, repr=False)
+
+
+def training_loss(model, batch: Graded) -> torch.Tensor:
+    """Mean cross-entropy over the graded positions of ``batch``."""
+    hidden = model.hidden(batch.inputs)                                              # [B, T, d]
+    picked = hidden.gather(1, batch.index[..., None].expand(-1, -1, hidden.shape[-1]))  # [B, K, d]
+    logits = model.head(picked).float()                                              # [B, K, V]
+    return F.cross_entropy(logits.flatten(0, 1), batch.targets.flatten(), ignore_index=IGNORE)
+
+
+# A run that misses its target is "undertrained" when the best validation accuracy of the last
+# quarter of its budget beats everything before by at least this much: it was still learning.
+UNDERTRAINED_WINDOW = 0.25
+UNDERTRAINED_GAIN = 0.01
+
+
+def convergence(history: list[dict], budget_steps: int, target: float) -> dict:
+    """``{"stopped": "target" | "budget" | "patience", "undertrained": bool, "last_quarter_gain": float}``
+    from a run's validation history (``step``, ``val_accuracy``), by the rule above."""
+    if not history:
+        return {"stopped": "budget", "undertrained": True, "last_quarter_gain": math.nan}
+    last = history[-1]
+    if last["val_accuracy"] >= target:
+        return {"stopped": "target", "undertrained": False, "last_quarter_gain": 0.0}
+    if last["step"] < budget_steps:  # stopped early without reaching the target
+        return {"stopped": "patience", "undertrained": False, "last_quarter_gain": 0.0}
+    cut = budget_steps * (1 - UNDERTRAINED_WINDOW)
+    before = [h["val_accuracy"] for h in history if h["step"] <= cut]
+    after = [h["val_accuracy"] for h in history if h["step"] > cut]
+    if not before or not after:  # too few validation passes to tell: assume it was still learning
+        return {"stopped": "budget", "undertrained": True, "last_quarter_gain": math.nan}
+    gain = max(after) - max(before)
+    return {"stopped": "budget", "undertrained": gain >= UNDERTRAINED_GAIN, "last_quarter_gain": gain}
+
+
+def lr_factor(total_steps: int, warmup_frac: float, schedule: str = "wsd", decay_frac: float = 0.2) -> Callable[[int], float]:
+    """Learning-rate factor per step: linear warm-up, then ``schedule`` (down to 10% at the end)."""
+    warmup = int(total_steps * warmup_frac)
+    decay_start = total_steps - int(total_steps * decay_frac)
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        if schedule == "constant":
+            return 1.0
+        if schedule == "wsd":  # warm-up, stable, decay: the peak rate until the last decay_frac
+            if step < decay_start:
+                return 1.0
+            return 1.0 - 0.9 * min(1.0, (step - decay_start) / max(1, total_steps - decay_start))
+        progress = (step - warmup) / max(1, total_steps - warmup)
+        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
+
+    return factor
+
+
+def make_optimizer(model, train: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": train.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    extra = {"fused": True} if device.type == "cuda" else {"foreach": True}
+    return torch.optim.AdamW(groups, lr=train.lr, betas=(0.9, 0.98), **extra)
+
+
+def train_step(model, optimizer, batch: Graded, grad_clip: float, autocast) -> torch.Tensor:
+    """One optimisation step on the graded positions of ``batch``; returns the loss as a detached
+    0-d tensor on the model's device (reading it is a host sync: the loop does so only at
+    evaluation points)."""
+    with autocast:
+        loss = training_loss(model, batch)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if grad_clip > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    return loss.detach()
+
+
+def first_non_finite(losses: list[torch.Tensor]) -> int | None:
+    """Index of the first non-finite loss of ``losses`` (one host sync for all of them), or None."""
+    if not losses:
+        return None
+    bad = ~torch.isfinite(torch.stack(losses).float())
+    return int(bad.int().argmax()) if bool(bad.any()) else None
+
+
+def _compiled_first_step(run: "TrainingState", batch: Graded):
+    """The first step of ``run`` through ``torch.compile``, timed (``compile_time_s``: compilation
+    plus one step); where compilation fails, a warning and the same step in eager mode. Returns
+    what the later steps call."""
+    model, device = run.model, run.device
+    start = time.perf_counter()
+    try:
+        # the trunk only: the head runs on gathered positions
+        compiled = types.SimpleNamespace(hidden=torch.compile(model.hidden), head=model.head, parameters=model.parameters)
+        run.losses.append(train_step(compiled, run.optimizer, batch, run.train.grad_clip, run.autocast()))
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        run.metrics["compile_time_s"] = time.perf_counter() - start
+        return compiled
+    except Exception as exc:  # no C++ compiler, an unsupported op, ...: train eagerly
+        message = f"train.compile: torch.compile failed ({type(exc).__name__}: {str(exc).splitlines()[0][:200]}); trained eagerly"
+        run.warnings.append(message)
+        run.optimizer.zero_grad(set_to_none=True)
+        run.losses.append(train_step(model, run.optimizer, batch, run.train.grad_clip, run.autocast()))
+        return model
+
+
+def resample_feature_maps(model: torch.nn.Module) -> None:
+    """Redraw every random feature map of ``model`` (a no-op for deterministic maps)."""
+    for module in model.modules():
+        if isinstance(module, FeatureMap):
+            module.resample()
+
+
+def train_one(config: RunConfig, device: torch.device, progress: bool | None = None, cache_dir=None) -> Trained:
+    """Train and test one configuration. Failures are returned, not raised (Ctrl-C and SIGTERM are
+    raised: the caller records the run as interrupted)."""
+    run = TrainingState(config, device)
+    try:
+        run.prepare(cache_dir)
+        bar = progress_bar(run.total_steps, sys.stderr.isatty() if progress is None else progress,
+                           f"{config.model.name} on {config.task.name}")
+        stepper = run.model  # what the steps call: the model, or its compiled form (train.compile)
+        while not run.finished:
+            batch = run.next_batch()
+            if run.step == 0 and run.train.compile:
+                stepper = _compiled_first_step(run, batch)
+            else:
+                run.losses.append(train_step(stepper, run.optimizer, batch, run.train.grad_clip, run.autocast()))
+            run.end_step()
+            bar.update(1)
+            if run.history and run.history[-1]["step"] == run.step:
+                bar.set_postfix(loss=f"{run.loss_value:.3f}", val_acc=f"{run.history[-1]['val_accuracy']:.3f}")
+        bar.close()
+        run.finish()
+    except Exception as exc:  # noqa: BLE001 - recorded in the store; the caller decides the exit status
+        run.fail(exc)
+    return run.trained()
+
+
+class TrainingState:
+    """One run's training state: its data, model, optimizer, schedule, validation history, best
+    checkpoint and record. ``train_one`` drives one alone; ``train.group.train_group`` drives several
+    through one batched step. Only the step differs: everything a run decides (its batches, rate,
+    evaluations, early stopping, test) is decided here, the same way in both.
+
+    Use: ``prepare()``; then per step ``next_batch()``, append the step's loss to ``losses``,
+    ``end_step()``, until ``finished``; then ``finish()``. ``fail(exc)`` records an exception."""
+
+    def __init__(self, config: RunConfig, device: torch.device):
+        self.config, self.device = config, device
+        self.train, self.seed = config.train, config.seed
+        self.metrics: dict[str, Any] = {}
+        self.history: list[dict[str, float]] = []
+        self.warnings: list[str] = []
+        self.status, self.error = Status.RUNNING, None
+        self.model = self.test = None
+        self.step, self.loss_value, self.finished = 0, float("nan"), False
+        self.losses: list[torch.Tensor] = []  # since the last evaluation, on the device (no host sync per step)
+        self.start = time.perf_counter()
+
+    def prepare(self, cache_dir=None) -> None:
+        """Data, model (initialised from the run's seed), optimizer and schedule."""
+        torch.manual_seed(self.seed)
+        data, self.eval_sets = make_data(self.config.task, self.train, self.seed, cache_dir=cache_dir)
+        self.data, self.tasks = data, self.config.task.tasks
+        self.slice_keys = tuple(dict.fromkeys(k for t in self.tasks for k in t.slice_keys))
+        self.model = self.config.model.build(self.config.task.vocab_size).to(self.device)
+        self.rng = torch.get_rng_state()  # what random feature maps draw from (resample)
+        self.seq_len = data["train"].inputs.shape[1]
+        self.metrics.update(parameters=self.model.num_parameters(), state_size=self.model.state_size(self.seq_len),
+                            seq_len=self.seq_len)
+        self.batches_per_epoch = max(1, len(data["train"]) // self.train.batch_size)
+        self.total_steps = max(1, int(round(self.train.epochs * self.batches_per_epoch)))
+        self.optimizer = make_optimizer(self.model, self.train, self.device)
+        self.schedule = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lr_factor(self.total_steps, self.train.warmup_frac, self.train.schedule, self.train.decay_frac))
+        self.shuffle = torch.Generator().manual_seed(self.seed)
+        self.staged = stage(Graded.of(data["train"]), self.device)
+        self.order = torch.empty(0, dtype=torch.long)
+        self.best = {"accuracy": -1.0, "step": 0, "state": None}
+        self.evals_without_gain = 0
+        self.model.train()
+        self.train_start = time.perf_counter()
+
+    def autocast(self):
+        return autocast_for(self.device, self.train.precision)
+
+    def next_batch(self) -> Graded:
+        """The training batch of this step (a fresh shuffle every epoch), on the device."""
+        if self.step % self.batches_per_epoch == 0:
+            self.order = torch.randperm(len(self.staged), generator=self.shuffle).to(self.staged.inputs.device)
+        i, size = self.step % self.batches_per_epoch, self.train.batch_size
+        return self.staged[self.order[i * size:(i + 1) * size]].to(self.device)
+
+    def end_step(self) -> None:
+        """After the optimizer step: advance the schedule, redraw random features when due, and at
+        evaluation points check the losses, validate, keep the best checkpoint and decide whether
+        to stop. Raises ``Diverged``."""
+        self.schedule.step()
+        self.step += 1
+        if self.train.resample_every and self.step % self.train.resample_every == 0:
+            self.resample()  # between steps: never inside a sequence
+        if self.step % self.train.eval_every and self.step != self.total_steps:
+            return
+        bad = first_non_finite(self.losses)  # the loop's one read of the losses
+        if bad is not None:
+            raise Diverged(f"training loss became {float(self.losses[bad])} at step {self.step - len(self.losses) + bad + 1}")
+        self.loss_value, self.losses = float(self.losses[-1]), []
+        val = evaluate(self.model, self.data["val"], self.device, self.train.precision)
+        self.history.append({"step": self.step, "train_loss": self.loss_value, "val_loss": val["loss"],
+                             "val_accuracy": val["accuracy"], "lr": self.schedule.get_last_lr()[0]})
+        if val["accuracy"] > self.best["accuracy"]:
+            self.best = {"accuracy": val["accuracy"], "step": self.step, "state": copy.deepcopy(self.model.state_dict())}
+            self.evals_without_gain = 0
+        else:
+            self.evals_without_gain += 1
+        self.finished = (self.step >= self.total_steps or val["accuracy"] >= self.train.target_accuracy
+                         or bool(self.train.patience and self.evals_without_gain >= self.train.patience))
+
+    def resample(self) -> None:
+        """Redraw the random feature maps from this run's own random stream, so that a run draws
+        the same features whether it trains alone or in a group."""
+        outer = torch.get_rng_state()
+        torch.set_rng_state(self.rng)
+        try:
+            resample_feature_maps(self.model)
+        finally:
+            self.rng = torch.get_rng_state()
+            torch.set_rng_state(outer)
+
+    def finish(self) -> None:
+        """Test the best checkpoint on the test split and every eval segment; fill the metrics."""
+        train_time = time.perf_counter() - self.train_start
+        model, data, train, step = self.model, self.data, self.train, self.step
+        if self.best["state"] is not None:
+            model.load_state_dict(self.best["state"])  # report the checkpoint that validated best
+        self.best["state"] = None
+        test = evaluate(model, data["test"], self.device, train.precision, slice_keys=self.slice_keys)
+        slices = [{"split": "test", **s} for s in test.get("slices", [])]
+        for i, eval_set in enumerate(self.eval_sets):
+            ev = evaluate(model, eval_set, self.device, train.precision, slice_keys=self.slice_keys)
+            self.metrics[f"eval_{i}_accuracy"] = ev["accuracy"]
+            slices.extend({"split": f"eval_{i}", **s}
+                          for s in ev.get("slices") or [{"accuracy": ev["accuracy"], "graded": ev["graded"]}])
+        head_task = self.tasks[0]
+        self.metrics.update(
+            accuracy=test["accuracy"], loss=test["loss"], graded=test["graded"], majority_rate=majority_rate(data["test"]),
+            context_chance=head_task.context_chance(data["test"]), chance_rule=head_task.chance_rule,
+            val_accuracy=self.best["accuracy"], best_step=self.best["step"], steps=step, budget_steps=self.total_steps,
+            **convergence(self.history, self.total_steps, train.target_accuracy), train_loss=self.loss_value,
+            train_time_s=train_time, steps_per_s=step / max(train_time, 1e-9), slices=slices,
+            state_bytes_fp32=state_size(model, self.seq_len)["bytes"])
+        self.test = data["test"]
+        self.status, self.finished = Status.DONE, True
+        self.release()
+
+    def fail(self, exc: Exception) -> None:
+        if isinstance(exc, Diverged):
+            self.status, self.error = Status.DIVERGED, str(exc)
+        else:
+            self.status, self.error = Status.FAILED, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"
+        self.finished, self.model, self.test = True, None, None
+        self.release()
+
+    def release(self) -> None:
+        """Drop what only training needs (optimizer moments, training data, the checkpoint)."""
+        self.optimizer = self.schedule = self.staged = None
+        self.losses, self.best["state"] = [], None
+        if hasattr(self, "data"):
+            self.data = {"test": self.data["test"]} if self.status is Status.DONE else {}
+
+    def trained(self) -> Trained:
+        self.metrics["wall_time_s"] = time.perf_counter() - self.start
+        record = RunRecord(run_id=self.config.run_id, config=self.config.as_dict(), status=self.status, error=self.error,
+                           metrics=self.metrics, history=self.history, warnings=self.warnings)
+        return Trained(record, self.model, self.test)
+
+
+def progress_bar(total: int, show: bool, desc: str):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, disable=not show, desc=desc, leave=False, dynamic_ncols=True)

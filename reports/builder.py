@@ -1,0 +1,171 @@
+"""Self-contained HTML reports: Jinja2 templates, inline CSS and JavaScript, plots as data: URIs,
+the raw results embedded as JSON. Nothing refers to any URL outside the file.
+
+A section appears when the data for it exists: summary, accuracy against width / state /
+pairs / length, needle heat map, capacity, interference, sharpness, then one section per run.
+"""
+from __future__ import annotations
+
+import html
+import json
+import math
+from pathlib import Path
+from typing import Iterable
+
+import jinja2
+from markupsafe import Markup
+import pandas as pd
+
+from evalsuite import files, selection
+from evalsuite.labels import model_label
+from evalsuite.records import METRICS, RunRecord, Verdict, convergence_note
+
+from . import plots
+from .sections import ReportData, sections
+
+PLOT_FORMATS = ("png", "svg")
+
+_env = jinja2.Environment(
+    loader=jinja2.PackageLoader("evalsuite.reports", "templates"),
+    autoescape=True,  # every user-controlled string (names, config values, errors) is escaped
+    undefined=jinja2.StrictUndefined,
+)
+
+
+def _fmt(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, int) and abs(value) >= 10_000:
+        return f"{value:,}"
+    return str(value)
+
+
+_env.filters["fmt"] = _fmt
+
+
+def config_key(config: dict) -> str:
+    """A configuration: everything but the learning rate and the seed (the axes aggregated over)."""
+    train = {k: v for k, v in config["train"].items() if k != "lr"}
+    return json.dumps({"task": config["task"], "model": config["model"], "train": train}, sort_keys=True, default=str)
+
+
+def summarize(runs: list[RunRecord]) -> list[dict]:
+    """One row per configuration: the best learning rate by mean validation accuracy over seeds
+    (``selection``: the rule the verdicts use), the mean, sample standard deviation and per-seed
+    values of test accuracy at that rate beside the task's chance floor, how many of those runs
+    were undertrained, and every run's status (failed and diverged counted)."""
+    groups: dict[str, list[RunRecord]] = {}
+    for run in runs:
+        groups.setdefault(config_key(run.config), []).append(run)
+    rows = []
+    for members in groups.values():
+        cfg = members[0].config
+        done = [r for r in members if r.ok and r.metrics.get("accuracy") is not None]
+        best_lr, best = selection.at_best_rate(done)
+        acc = selection.figure(best)
+        statuses: dict[str, int] = {}
+        for r in members:
+            statuses[r.status.value] = statuses.get(r.status.value, 0) + 1
+        anchor = max(best, key=lambda r: r.metrics["accuracy"]) if best else members[0]
+        task = cfg["task"]
+        rows.append({
+            "anchor": anchor.run_id, "task": task["name"], "seq_len": task.get("seq_len"),
+            "pairs": task.get("num_kv_pairs"), "model": model_label(cfg), "d_model": cfg["model"]["d_model"],
+            "n_layers": cfg["model"]["n_layers"], "state_size": anchor.metrics.get("state_size"),
+            "best_lr": best_lr, "lrs": len(selection.by_rate(done)), "accuracy": acc.mean if acc.n else None,
+            "accuracy_std": acc.std, "accuracy_seeds": list(acc.values), "seeds": acc.n,
+            "chance": _aggregate(best, "context_chance"), "epochs": cfg["train"].get("epochs"),
+            "undertrained": _aggregate(best, "undertrained") or 0,
+            "runs": len(members), "status": ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())),
+            "failed": sum(n for s, n in statuses.items() if s != "done"),
+            "error": next((r.first_error_line() for r in members if r.error), None),
+        })
+    return sorted(rows, key=lambda r: (r["task"], r["model"], r["d_model"], r["seq_len"] or 0, r["pairs"] or 0))
+
+
+def _aggregate(runs: list[RunRecord], name: str):
+    """A metric over seeds, as the metric declares (``records.METRICS``)."""
+    return METRICS[name].reduce([r.metrics.get(name) for r in runs])
+
+
+def _slices(runs: list[RunRecord], best: set[str]) -> pd.DataFrame:
+    """Per-slice test accuracies of the best run of each configuration (best learning rate)."""
+    rows = []
+    for r in runs:
+        if not r.ok or r.run_id not in best:
+            continue
+        for s in r.metrics.get("slices") or []:
+            rows.append({"task": r.config["task"]["name"], "model": model_label(r.config), "run_id": r.run_id,
+                         "d_model": r.config["model"]["d_model"], **s})
+    return pd.DataFrame(rows)
+
+
+def _json_for_script(data) -> str:
+    # "<" escaped so that no "</script>" (or "<!--") inside a string can end the element
+    return json.dumps(data, default=str, allow_nan=False).replace("<", "\\u003c")
+
+
+def _clean(value):
+    """NaN/inf to None so the embedded JSON is valid."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+SCALAR_METRICS = ("accuracy", "val_accuracy", "context_chance", "majority_rate", "loss", "steps", "budget_steps",
+                  "best_step", "stopped", "undertrained", "last_quarter_gain", "wall_time_s",
+                  "steps_per_s", "parameters", "state_size", "state_bytes_fp32", "seq_len")
+
+
+def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes: pd.DataFrame | None = None,
+           plot_format: str = "png", verdicts: list[Verdict] | None = None, compact: bool = False) -> str:
+    """``runs``: run records. ``probes``: capacity-probe rows (``evalsuite.analysis.capacity_probe``
+    output, several memories). ``verdicts``: a reproduction's verdicts (their section leads the
+    report). ``compact``: for a report that is committed or mailed; each run keeps
+    its section (status, accuracy beside chance, scalars, configuration on one line) but not its
+    training-curve image or environment, and the embedded data keeps each run's config and scalar
+    metrics, not its analyses and slices (the store holds those)."""
+    if plot_format not in PLOT_FORMATS:
+        raise ValueError(f"plot_format must be one of {PLOT_FORMATS}, got {plot_format!r}")
+    runs = list(runs)
+    summary = summarize(runs)
+    slices = _slices(runs, {row["anchor"] for row in summary})
+    views = [_view(r, compact=compact) for r in runs]  # what the template shows of each run
+    raw = _clean([r.model_dump(mode="json", exclude={"history"}) for r in runs])
+    if compact:
+        raw = [{**r, "metrics": {k: v for k, v in r["metrics"].items() if k in SCALAR_METRICS}} for r in raw]
+    data = ReportData(runs, summary, slices, probes, list(verdicts or []))
+    built = [(section, section.build(data, plot_format)) for section in sections()]
+    context = dict(
+        title=title, runs=views, summary=summary,
+        failed=[v for v in views if v["status"] != "done"],
+        sections=[{"id": s.id, "title": s.title, "template": s.template, "data": d, "leads": s.leads} for s, d in built if d],
+        raw_json=_json_for_script({"runs": raw, "probes": None if probes is None else _clean(probes.to_dict("records")),
+                                   "verdicts": [v.model_dump(mode="json") for v in verdicts or []]}),
+    )
+    return _env.get_template("report.html.j2").render(**context)
+
+
+def _view(r: RunRecord, compact: bool = False) -> dict:
+    view = {**r.model_dump(exclude={"history"}), "status": r.status.value, "label": model_label(r.config),
+            "curve": None if compact else plots.training_curves(r.history, fmt="png"),  # small, many of them
+            # escaped as text (quotes need no escaping inside <pre>; &#34; would double the size)
+            "config_json": Markup(html.escape(json.dumps(r.config, indent=None if compact else 2, sort_keys=True),
+                                              quote=False)),
+            "scalars": [(k, r.metrics[k]) for k in SCALAR_METRICS if k in r.metrics],
+            "convergence": convergence_note(r.metrics), "errors": (r.metrics.get("analysis") or {}).get("errors")}
+    if compact:
+        view["env"] = None  # what each run ran on stays in the store
+    return view
+
+
+def write(runs: Iterable[dict], path: str | Path, title: str = "evalsuite report", **options) -> Path:
+    """Render and write atomically (a half-written report never appears at ``path``)."""
+    html = render(runs, title, **options)
+    return files.write_text(path, html)

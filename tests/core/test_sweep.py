@@ -1,0 +1,170 @@
+"""Sweeps: validation up front, local workers, resume after SIGKILL, concurrent writers, Ray."""
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from evalsuite import sweep as sweeps
+from evalsuite.cli import main
+from evalsuite.store import Store
+
+GRID6 = textwrap.dedent("""
+    name: tiny6
+    base: {task: recall, model: linear, preset: tiny}
+    grid:
+      model: [softmax, linear, delta]
+      train.lr: [0.001, 0.003]
+""")
+
+
+def write(tmp_path, text, name="spec.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def done_rows(store_path):
+    with sqlite3.connect(store_path) as conn:
+        return conn.execute("SELECT status, COUNT(*) FROM runs GROUP BY status").fetchall()
+
+
+def test_readme_example_expands_to_six_points(repo_root):
+    points = sweeps.expand(sweeps.load_spec(repo_root / "examples" / "sweeps" / "readme-example.yaml"))
+    assert len(points) == 6
+    assert {(p.config.model.name, p.config.train.lr) for p in points} == {
+        (m, lr) for m in ("softmax", "linear", "delta") for lr in (0.001, 0.003)}
+    assert all(p.config.train.epochs == 1 for p in points)
+
+
+def test_toml_spec_points_and_seeds(tmp_path):
+    spec = write(tmp_path, textwrap.dedent("""
+        seeds = [0, 1]
+        [base]
+        task = "recall"
+        model = "softmax"
+        preset = "tiny"
+        [[points]]
+        model = "hybrid"
+        "model.pattern" = "DS"
+    """), "spec.toml")
+    points = sweeps.expand(sweeps.load_spec(spec))
+    assert len(points) == 4 and {p.config.seed for p in points} == {0, 1}
+
+
+def test_invalid_point_is_refused_before_any_run(tmp_path, store_path):
+    spec = write(tmp_path, GRID6.replace("train.lr: [0.001, 0.003]", "model.d_model: [32, -4]"))
+    res = CliRunner().invoke(main, ["sweep", str(spec), "--store", str(store_path)])
+    assert res.exit_code == 2
+    assert "model.d_model=-4" in res.output and "nothing was run" in res.output
+    assert not store_path.exists()
+    bad = write(tmp_path, "grid: {model: []}\nbase: {task: recall}", "bad.yaml")
+    assert CliRunner().invoke(main, ["sweep", str(bad)]).exit_code == 2
+    ok = write(tmp_path, GRID6, "ok.yaml")
+    res = CliRunner().invoke(main, ["sweep", str(ok), "--address", "10.0.0.1:6379", "--store", str(store_path)])
+    assert res.exit_code == 2 and "--address is for --executor ray" in res.output
+    assert not store_path.exists()
+
+
+def test_grid_of_six_with_two_workers_then_resume(tmp_path, store_path):
+    spec = write(tmp_path, GRID6)
+    res = CliRunner().invoke(main, ["sweep", str(spec), "--workers", "2", "--store", str(store_path)])
+    assert res.exit_code == 0, res.output
+    assert done_rows(store_path) == [("done", 6)]
+    assert len(list((store_path.parent / "weights").glob("*.pt"))) == 6
+    again = CliRunner().invoke(main, ["sweep", str(spec), "--store", str(store_path), "--no-report"])
+    assert "6 done, 0 to run" in again.output
+    status = CliRunner().invoke(main, ["sweep", str(spec), "--status", "--store", str(store_path)])
+    assert "6 done, 0 running, 0 interrupted, 0 failed, 0 left" in status.output
+    sid = Store(store_path).sweeps()[0]["sweep_id"]
+    out = tmp_path / "sweep.html"
+    assert CliRunner().invoke(main, ["report", "--store", str(store_path), "--sweep", sid[:5], "-o", str(out)]).exit_code == 0
+
+
+def _launch(spec, store_path, *extra):
+    return subprocess.Popen([sys.executable, "-m", "evalsuite.cli", "sweep", str(spec), "--store", str(store_path),
+                             "--no-report", *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True, env={**os.environ, "OMP_NUM_THREADS": "1"})  # two drivers: no oversubscription
+
+
+def _wait_for(predicate, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _count_done(store_path):
+    try:
+        return dict(done_rows(store_path)).get("done", 0)
+    except sqlite3.Error:
+        return 0
+
+
+def test_sigkill_driver_and_workers_partway_then_rerun_gives_exactly_six(tmp_path, store_path):
+    spec = write(tmp_path, GRID6)
+    proc = _launch(spec, store_path, "--workers", "1")
+    assert _wait_for(lambda: _count_done(store_path) >= 2), proc.stdout.read().decode()
+    os.killpg(proc.pid, signal.SIGKILL)  # the driver and its workers, mid-sweep
+    proc.wait()
+    assert _count_done(store_path) < 6
+    rerun = _launch(spec, store_path, "--workers", "2")
+    out = rerun.communicate(timeout=300)[0].decode()
+    assert rerun.returncode == 0, out
+    assert done_rows(store_path) == [("done", 6)]
+
+
+def test_killed_worker_is_retried(tmp_path, store_path):
+    spec = write(tmp_path, GRID6)
+    proc = _launch(spec, store_path, "--workers", "2")
+
+    def workers():
+        out = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+        return [int(p) for p in out]
+    assert _wait_for(lambda: len(workers()) >= 2 and _count_done(store_path) >= 1)
+    os.kill(workers()[0], signal.SIGKILL)
+    out = proc.communicate(timeout=300)[0].decode()
+    assert proc.returncode == 0, out
+    assert done_rows(store_path) == [("done", 6)]
+
+
+def test_two_sweeps_write_one_store_at_once(tmp_path, store_path):
+    a = write(tmp_path, GRID6.replace("model: [softmax, linear, delta]", "model: [softmax, linear]"), "a.yaml")
+    b = write(tmp_path, GRID6.replace("model: [softmax, linear, delta]", "model: [delta, hybrid]"), "b.yaml")
+    procs = [_launch(a, store_path, "--workers", "1"), _launch(b, store_path, "--workers", "1")]
+    for p in procs:
+        out = p.communicate(timeout=300)[0].decode()
+        assert p.returncode == 0, out
+    assert done_rows(store_path) == [("done", 8)]
+    with sqlite3.connect(store_path) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert conn.execute("SELECT COUNT(*) FROM sweeps").fetchone() == (2,)
+
+
+def test_ray_executor_on_a_local_instance(tmp_path, store_path):
+    ray = pytest.importorskip("ray", reason="install the ray extra (make test does)")
+    spec = write(tmp_path, GRID6.replace("model: [softmax, linear, delta]", "model: [softmax]"))
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        summary = sweeps.run_sweep(spec, store=Store(store_path), executor="ray", echo=lambda *_: None)
+    finally:
+        ray.shutdown()
+    assert summary["ran"] == 2 and summary["failed"] == 0
+    assert done_rows(store_path) == [("done", 2)]
+
+
+def test_every_example_sweep_file_expands(repo_root):
+    """A sweep file in examples/ that no longer validates is a broken example (exit 2 for a user)."""
+    from evalsuite import sweep as sweeps
+
+    files = sorted((repo_root / "examples" / "sweeps").glob("*.yaml"))
+    assert len(files) >= 6
+    for path in files:
+        assert sweeps.expand(sweeps.load_spec(path)), path.name

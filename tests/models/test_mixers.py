@@ -1,0 +1,83 @@
+"""Every registered mixer, at its default options, through the same checks: no test file is
+edited when a mixer is added. Outputs are causal and finite, step-by-step decoding gives the
+parallel forward pass's logits, ``state_size(T)`` is what decoding carries after T tokens, and
+the attention view (the analyses' reading of the mixer), read as the mixer reads, reproduces its
+output."""
+import pytest
+import torch
+
+from evalsuite import models
+
+NAMES = models.names()
+
+
+def build(name, **extra):
+    torch.manual_seed(0)
+    return models.build(name, vocab_size=20, d_model=16, n_layers=2, n_heads=2, max_len=24, **extra).eval()
+
+
+def test_the_registry_has_the_zoo():
+    assert {"softmax", "linear", "delta", "gla", "swa", "based", "hybrid"} <= set(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_outputs_are_causal_and_finite(name):
+    model = build(name)
+    tokens = torch.randint(0, 20, (2, 24))
+    changed = tokens.clone()
+    changed[:, 13:] = (changed[:, 13:] + 1) % 20  # change only the future of position 12
+    with torch.no_grad():
+        a, b = model(tokens), model(changed)
+    assert a.shape == (2, 24, 20) and torch.isfinite(a).all()
+    torch.testing.assert_close(a[:, :13], b[:, :13], rtol=0, atol=1e-5)
+    assert not torch.allclose(a[:, 13:], b[:, 13:])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_decoding_equals_the_parallel_forward(name):
+    model = build(name)
+    tokens = torch.randint(0, 20, (3, 24))
+    with torch.no_grad():
+        parallel = model(tokens)
+        state = model.init_state(3)
+        stepped = []
+        for t in range(tokens.shape[1]):
+            logits, state = model.step(tokens[:, t], state)
+            stepped.append(logits)
+    torch.testing.assert_close(torch.stack(stepped, 1), parallel, rtol=1e-4, atol=1e-4)
+
+
+def carried(state) -> int:
+    """Floats a decoding state holds for one sequence: convolution windows, fixed states, and the
+    entries a KV cache has written so far."""
+    total = 0
+    for conv, mixer_state in state["layers"]:
+        total += conv.numel() if conv is not None else 0
+        if isinstance(mixer_state, dict):  # a KV cache
+            total += mixer_state["cache"][:, :, :, :mixer_state["length"]].numel()
+        else:
+            parts = mixer_state if isinstance(mixer_state, tuple) else (mixer_state,)
+            total += sum(t.numel() for t in parts if t is not None)
+    return total
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_state_size_is_what_decoding_carries(name):
+    model = build(name, positions="none")
+    for T in (3, 20):
+        state = model.init_state(1, max_len=T)
+        with torch.no_grad():
+            for _ in range(T):
+                _, state = model.step(torch.zeros(1, dtype=torch.long), state)
+        assert model.state_size(T) == carried(state), T
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_attention_view_reproduces_the_mixer_output(name):
+    model = build(name)
+    x = torch.randn(2, 12, 16)
+    for block in model.blocks:
+        mixer = block.mixer
+        view = mixer.attention(x)
+        assert view.weights.shape == (2, 2, 12, 12) and (view.weights.triu(1) == 0).all()
+        torch.testing.assert_close(mixer.read(view.weights @ view.values.float()), mixer(x), rtol=1e-4, atol=1e-5)

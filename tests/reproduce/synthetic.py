@@ -1,0 +1,208 @@
+"""Synthetic run sets as the store would hold them, for the verdict and cell tests: per
+experiment, one that reproduces the finding, one that contradicts it, one whose failure is not
+settled (inconclusive), and one where every model sits at chance (``CASES``)."""
+import pandas as pd
+
+from evalsuite import reproduce as rep
+from evalsuite.records import RunRecord
+from evalsuite.reproduce import frontier
+
+LRS = (0.001, 0.003, 0.01)
+BEST = 0.003
+FLOORS = {"recall": None, "copy": 0.1, "listops": 0.13, "word_problem": 0.5, "induction": 1 / 15}
+
+
+def cell(model, acc, *, task="recall", d_model=64, seq_len=64, pairs=16, settled=True, long=None, gain=0.0, spread=0.0,
+         fmap=None, loss=None, state=8000, analysis=None, **model_cfg):
+    """Runs of one configuration as the store would hold them: three rates on seed 0 (the middle
+    one best by validation), a second seed at the best rate, and (when it did not learn, or when
+    ``long``) a rerun at 4x the budget that gains ``gain``. ``settled=False``: one rate, one seed."""
+    fmap = fmap or ("elu1" if model in ("linear", "hybrid") else None)
+    floor = FLOORS[task] or 1 / pairs
+    learned = acc >= floor + 0.5 * (1 - floor)
+    long = (not learned) if long is None else long
+    config = {"task": {"name": task, "seq_len": seq_len, "num_kv_pairs": pairs},
+              "model": {"name": model, "feature_map": fmap, "d_model": d_model, "n_layers": 2, **model_cfg}}
+
+    def one(a, lr, seed, epochs=3.0):
+        c = {**config, "train": {"lr": lr, "epochs": epochs}, "seed": seed}
+        m = {"accuracy": a, "val_accuracy": a, "context_chance": floor, "majority_rate": floor, "state_size": state,
+             "loss": (2.0 if a < 0.5 else 0.01) if loss is None else loss, "steps": 100, "best_step": 100,
+             **({"analysis": analysis} if analysis else {})}
+        return RunRecord(run_id=f"{task}{model}{d_model}{seq_len}{pairs}{model_cfg}{lr}{seed}{epochs}", config=c,
+                         status="done", metrics=m)
+
+    if not settled:
+        return [one(acc, BEST, 0)]
+    runs = [one(max(acc - 0.02, 0.0) if lr != BEST else acc, lr, 0) for lr in LRS]
+    runs.append(one(acc + 2 * spread, BEST, 1))
+    if long:
+        runs.append(one(acc + gain, BEST, 0, epochs=12.0))
+    return runs
+
+
+def sharp(entropy, ctx_entropies, mass=0.5):
+    return {"retrieval_layer": {"layer": 0, "head": 0},
+            "sharpness": [{"layer": 0, "head": 0, "entropy": entropy, "answer_mass": mass}],
+            "sharpness_by_context": [{"layer": 0, "head": 0, "context": 10.0 * (i + 1), "entropy": e}
+                                     for i, e in enumerate(ctx_entropies)]}
+
+
+NO_PROBES = pd.DataFrame()
+
+
+def probes(knees, ran_out=(), max_steps=4000, seeds=(0, 1)):
+    """Probe rows with the given knees; memories in ``ran_out`` used their whole step budget at
+    every S that failed (they may still have been learning), the others stopped by the paper's rule."""
+    rows = []
+    for memory, k in knees.items():
+        for s in (4, 8, 12, 16, 24, 32, 48, 64):
+            acc = 1.0 if s <= k else 1 / s
+            steps = max_steps if (s > k and memory in ran_out) else 1000
+            rows += [{"memory": memory, "pairs": s, "accuracy": acc, "trained": True, "setting": 1, "d_key": 16,
+                      "variant": "schlag", "seed": seed, "steps": steps, "max_steps": max_steps} for seed in seeds]
+    return pd.DataFrame(rows)
+
+
+def linear_width(d32, d64, d128, d64_few, soft=1.0, soft_few=1.0, **kw):
+    return (cell("linear", d32, d_model=32, **kw) + cell("linear", d64, **kw) + cell("linear", d128, d_model=128, **kw)
+            + cell("linear", d64_few, pairs=4) + cell("softmax", soft) + cell("softmax", soft_few, pairs=4))
+
+
+def delta(d32, l32, d64, l64, soft=1.0, **kw):
+    return (cell("delta", d32, d_model=32, state=7900, long=True) + cell("linear", l32, d_model=32, state=8000, **kw)
+            + cell("delta", d64, state=7900, long=True) + cell("linear", l64, state=8000, **kw)
+            + cell("softmax", soft, state=16000))
+
+
+def hybrid(soft, lin, sl, ls, **kw):
+    return (cell("softmax", soft) + cell("linear", lin, **kw) + cell("hybrid", sl, pattern="SL")
+            + cell("hybrid", ls, pattern="LS"))
+
+
+def two(task, soft, lin, **kw):
+    return cell("softmax", soft, task=task, **kw.get("s", {})) + cell("linear", lin, task=task, **kw.get("l", {}))
+
+
+def mqar_softmax(a, b, **kw):
+    return cell("softmax", a, pairs=4, **kw) + cell("softmax", b, seq_len=128, pairs=8, **kw)
+
+
+SHARP, FLAT = sharp(0.3, [0.3, 0.3], 0.9), sharp(2.4, [2.0, 3.0], 0.2)
+
+# name -> (reproduced, not reproduced, inconclusive because a failure is unsettled, everything at chance)
+CASES = {
+    "softmax-mqar": (mqar_softmax(1.0, 0.995), mqar_softmax(1.0, 0.7, long=True),
+                     cell("softmax", 1.0, pairs=4) + cell("softmax", 0.7, seq_len=128, pairs=8, settled=False),
+                     mqar_softmax(0.25, 0.125)),
+    "linear-width": (linear_width(0.07, 0.3, 0.9, 0.99), linear_width(0.99, 0.99, 0.99, 0.99),
+                     linear_width(0.07, 0.3, 0.9, 0.99, settled=False), linear_width(1 / 16, 1 / 16, 1 / 16, 0.25, 1 / 16, 0.25)),
+    "delta-vs-linear": (delta(0.9, 0.1, 0.99, 0.5), delta(0.5, 0.5, 0.5, 0.5), delta(0.9, 0.1, 0.99, 0.5, settled=False),
+                        delta(1 / 16, 1 / 16, 1 / 16, 1 / 16, 1 / 16)),
+    "hybrid-recovery": (hybrid(1.0, 0.1, 0.98, 0.1), hybrid(1.0, 0.1, 0.3, 0.1), hybrid(1.0, 0.1, 0.98, 0.1, settled=False),
+                        hybrid(1 / 16, 1 / 16, 1 / 16, 1 / 16)),
+    "listops-order": (two("listops", 0.36, 0.16), two("listops", 0.30, 0.36, s={"long": True}),
+                      two("listops", 0.36, 0.16, l={"settled": False}), two("listops", 0.13, 0.13)),
+    "copy": (two("copy", 0.99, 0.98, l={"loss": 0.05}), two("copy", 0.99, 0.3), two("copy", 0.99, 0.3, l={"settled": False}),
+             two("copy", 0.1, 0.1)),
+    "sharpness": (two("recall", 1.0, 0.99, s={"pairs": 4, "analysis": SHARP}, l={"pairs": 4, "analysis": FLAT}),
+                  two("recall", 1.0, 0.99, s={"pairs": 4, "analysis": sharp(2.0, [2.0, 2.0])}, l={"pairs": 4, "analysis": FLAT}),
+                  two("recall", 1.0, 0.2, s={"pairs": 4, "analysis": SHARP}, l={"pairs": 4, "analysis": FLAT, "settled": False}),
+                  two("recall", 0.25, 0.25, s={"pairs": 4, "analysis": SHARP}, l={"pairs": 4, "analysis": FLAT})),
+}
+
+
+def frontier_runs(unsettled=(), **families):
+    """A frontier run set: each family's (accuracy, state) per axis value at CPU scale, from a world
+    where the literature holds, with ``families`` replacing some of it (``unsettled``: families run
+    at one rate and one seed only)."""
+    world = {
+        "softmax": [(1.0, 8000)],
+        "delta": [(0.95, 600), (0.99, 2200)],
+        "elu+1": [(0.5, 700), (0.93, 2300)],
+        "GLA": [(0.6, 600), (0.92, 2200)],
+        "Mamba-2 gate": [(0.4, 600), (0.91, 2200)],
+        "RetNet": [(0.3, 600), (0.85, 2200)],
+        "sliding window": [(0.3, 1024), (0.5, 2048), (0.95, 4096)],
+        "Based": [(0.93, 1500), (0.97, 2600)],
+        "Taylor linear": [(0.6, 1400), (0.8, 2500)],
+        **families,
+    }
+    runs = []
+    for fam in frontier.families("cpu"):
+        for value, (acc, state) in zip(fam.values, world[fam.label]):
+            opts = {k.split(".", 1)[1]: v for k, v in {**fam.fixed, fam.axis: value}.items() if k != "model"}
+            d_model = opts.pop("d_model")
+            fmap = opts.pop("feature_map", None)
+            runs += cell(fam.fixed["model"], acc, d_model=d_model, fmap=fmap, state=state, long=acc < 0.95,
+                         settled=fam.label not in unsettled, **opts)  # reproduce reruns below 0.95 at 4x
+    return runs
+
+
+CHANCE = 1 / 16
+FRONTIER_AT_CHANCE = frontier_runs(**{f.label: [(CHANCE, 1000 * (i + 1)) for i in range(len(f.values))]
+                                      for f in frontier.families("cpu")})
+CASES.update({
+    "frontier-delta": (frontier_runs(), frontier_runs(GLA=[(0.95, 500), (0.99, 2200)]),
+                       frontier_runs(unsettled=("delta",), delta=[(0.5, 600), (0.7, 2200)]), FRONTIER_AT_CHANCE),
+    "frontier-swa": (frontier_runs(), frontier_runs(**{"sliding window": [(0.95, 1024), (0.97, 2048), (0.99, 4096)]}),
+                     frontier_runs(**{"sliding window": [(0.3, 1024), (0.5, 2048), (0.95, 1500)]}), FRONTIER_AT_CHANCE),
+    "frontier-based": (frontier_runs(), frontier_runs(**{"Taylor linear": [(0.99, 1400), (0.99, 2500)]}),
+                       frontier_runs(unsettled=("Based", "Taylor linear"), Based=[(0.7, 1500), (0.85, 2600)]),
+                       FRONTIER_AT_CHANCE),
+})
+
+
+
+def retask(runs, tag, task=None, model=None, metrics=None):
+    """The same runs with task and model keys added (and new ids, so two settings never collide)."""
+    out = []
+    for r in runs:
+        config = {**r.config, "task": {**r.config["task"], **(task or {})}, "model": {**r.config["model"], **(model or {})}}
+        out.append(r.model_copy(update={"run_id": r.run_id + tag, "config": config,
+                                        "metrics": {**r.metrics, **(metrics or {})}}))
+    return out
+
+
+def jrt(lin1, lin2, d1, d2, s1=1.0, s2=1.0, **kw):
+    def two_settings(model, width, one, two):
+        return (cell(model, one, d_model=width, seq_len=96, **kw)
+                + retask(cell(model, two, d_model=width, seq_len=96, **kw), "P2", task={"num_passes": 2}))
+    return two_settings("linear", 16, lin1, lin2) + two_settings("delta", 16, d1, d2) + two_settings("softmax", 32, s1, s2)
+
+
+def parity(neg, pos, lin, **kw):
+    task = {"group": "Z2", "num_kv_pairs": None}
+    return (retask(cell("delta", neg, task="word_problem", d_model=32, **kw.get("n", {})), "neg", task,
+                   {"negative_eigenvalues": True})
+            + retask(cell("delta", pos, task="word_problem", d_model=32, **kw.get("p", {})), "pos", task)
+            + retask(cell("linear", lin, task="word_problem", d_model=32, **kw.get("l", {})), "lin", task))
+
+
+SEGMENTS = [{"seq_len": 128}, {"seq_len": 256}, {"seq_len": 1024}]
+
+
+def induction(soft, soft_long, delta_acc, delta_long, **kw):
+    def one(model, acc, long_accs, **more):
+        metrics = {f"eval_{i}_accuracy": a for i, a in enumerate(long_accs)}
+        return retask(cell(model, acc, task="induction", **more), "", {"eval_segments": SEGMENTS, "num_kv_pairs": None},
+                      metrics=metrics)
+    return one("softmax", soft, soft_long, **kw) + one("delta", delta_acc, delta_long)
+
+
+CASES.update({
+    "jrt": (jrt(0.3, 0.9, 0.4, 0.95), jrt(0.3, 0.3, 0.4, 0.4), jrt(0.3, 0.9, 0.4, 0.95, settled=False),
+            jrt(*[1 / 16] * 6)),
+    "parity-negative-eigenvalues": (parity(1.0, 0.55, 0.5), parity(1.0, 0.99, 0.5), parity(1.0, 0.55, 0.5, p={"settled": False}),
+                                    parity(0.5, 0.5, 0.5)),
+    "induction-extrapolation": (induction(1.0, [1.0, 0.3, 0.07], 1.0, [1.0, 1.0, 1.0]),
+                                induction(1.0, [1.0, 1.0, 0.99], 1.0, [1.0, 1.0, 1.0]),
+                                induction(1.0, [1.0, 0.3, 0.07], 1.0, [1.0, 1.0, 1.0], settled=False),
+                                induction(1 / 15, [1 / 15] * 3, 1 / 15, [1 / 15] * 3)),
+})
+
+
+
+
+def judge(name, runs, pr=NO_PROBES):
+    return rep.get(name).judge(runs, pr, "cpu")
