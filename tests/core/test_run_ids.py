@@ -1,0 +1,56 @@
+"""Run ids are a store's keys: a refactoring that changed them would orphan every stored run. Ids
+of a few configurations are pinned as the code computed them before the typed RunConfig, every
+sweep point of the committed CPU reproduction is still a run of its store, and every stored
+configuration read back as a RunConfig hashes to its own id."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from evalsuite import reproduce
+from evalsuite.config import RunConfig, run_id
+from evalsuite.resolve import resolve
+from evalsuite.sweep import expand
+
+PINNED = [  # (task, model, resolve options, overrides) -> id, computed at a9f1b45 (before the typed RunConfig)
+    ("recall", "linear", {}, {}, "34ef1a0efcbc0533"),  # `make run`
+    ("recall", "softmax", {"preset": "tiny"}, {}, "99d56f10c387e140"),
+    ("recall", "delta", {"seed": 1}, {"train.lr": 0.01}, "abf54ec4882bcd51"),
+    ("recall", "gla", {}, {"model.gate": "scalar", "model.d_model": 16}, "896cb4aa3b35b465"),
+    ("recall", "linear", {"feature_map": "dpfp"}, {"model.feature_map_options": {"nu": 2}}, "974bd601f8cb331c"),
+    ("recall", "hybrid", {}, {"model.pattern": "SL"}, "0420bc168112a7fe"),
+    ("word_problem", "delta", {}, {"model.negative_eigenvalues": True}, "c6395d06239c502f"),
+    ("listops", "softmax", {}, {}, "7459d8444acd9d16"),
+    ("recall", "swa", {}, {"model.window": 16}, "0b50f1be86a3f176"),
+    ("recall", "based", {}, {}, "bae70cea8219eb60"),
+    ("induction", "softmax", {"preset": "extrapolate"}, {}, "8c5aea9e88abe8b4"),
+]
+
+
+@pytest.mark.parametrize("task, model, options, overrides, expected", PINNED,
+                         ids=[f"{t}-{m}-{e}" for t, m, _, _, e in PINNED])
+def test_pinned_run_ids(task, model, options, overrides, expected):
+    assert resolve(task, model, overrides=overrides, **options).run_id == expected
+
+
+@pytest.fixture(scope="module")
+def committed():
+    """The runs embedded in the committed CPU reproduction report."""
+    html = (Path(__file__).resolve().parents[2] / "docs" / "reproduce-cpu.html").read_text()
+    return json.loads(re.search(r'<script[^>]*id="evalsuite-data"[^>]*>(.*?)</script>', html, re.S).group(1))["runs"]
+
+
+def test_every_sweep_point_of_the_committed_reproduction_is_still_one_of_its_runs(committed):
+    ids = {r["run_id"] for r in committed}
+    for exp in reproduce.all_experiments():
+        spec = exp.spec("cpu")
+        if spec is not None:
+            missing = [p.run_id for p in expand(spec) if p.run_id not in ids]
+            assert not missing, (exp.name, missing[:3])
+
+
+def test_stored_configurations_read_back_as_the_same_run(committed):
+    for r in committed:
+        assert run_id(r["config"]) == r["run_id"]
+        assert RunConfig.from_dict(r["config"]).run_id == r["run_id"], r["run_id"]
