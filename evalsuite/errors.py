@@ -1,8 +1,9 @@
 """The errors the command line turns into one ``Error:`` line (tracebacks only with ``--debug``).
 
-``UserError``: bad input, refused before any work starts (exit status 2). ``RunError``: a run or
-a step after it failed (exit status 1). Every other exception the suite raises on purpose derives
-from one of them, so the command line needs one error path.
+``UserError``: bad input, refused before any work starts (exit status 2); every other exception
+the suite raises on purpose derives from ``EvalsuiteError`` (exit status 1), so the command line
+needs one error path. A run that fails is not an exception: its record says so, and the command
+exits 1.
 """
 from __future__ import annotations
 
@@ -22,12 +23,6 @@ class UserError(EvalsuiteError, ValueError):
 class ConfigError(UserError):
     """An invalid run configuration (``--set``, a preset, a sweep point); the message names the
     parameter and what is allowed."""
-
-
-class RunError(EvalsuiteError, RuntimeError):
-    """Work that was started and failed."""
-
-    exit_code = 1
 
 
 class Interrupted(BaseException):

@@ -41,16 +41,9 @@ class Status(str, Enum):
         return self.value
 
     @property
-    def ended_badly(self) -> bool:
-        return self in (Status.FAILED, Status.DIVERGED)
-
-    @property
     def unfinished(self) -> bool:
         """Started and never finished: a sweep runs it again."""
         return self in (Status.RUNNING, Status.STALE, Status.INTERRUPTED)
-
-
-STORED_STATUSES = tuple(s.value for s in Status if s is not Status.STALE)
 
 
 @dataclass(frozen=True)

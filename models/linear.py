@@ -57,7 +57,8 @@ class LinearAttention(Mixer):
     def state_size(self, seq_len: int) -> int:
         m = self.feature_map.out_dim
         z = m if self.options.normalize == "z" else 0
-        return self.n_heads * (m * self.head_dim + z)  # S is m x dv per head, z is m
+        shift = m if self._running_shift else 0  # performer: the running maximum c of the key exponents
+        return self.n_heads * (m * self.head_dim + z + shift)  # S is m x dv per head, z is m
 
     @property
     def _running_shift(self) -> bool:

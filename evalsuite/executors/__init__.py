@@ -1,13 +1,18 @@
 """Executors behind one small interface: ``run(configs, incoming) -> iterator of results``."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from evalsuite.errors import UserError
+
+if TYPE_CHECKING:
+    from .base import Executor
 
 EXECUTORS = ("local", "ray")
 
 
 def get_executor(name: str, *, workers: int | None = None, device: str = "auto", address: str | None = None,
-                 threads: int | None = None, group: str = "auto"):
+                 threads: int | None = None, group: str = "auto") -> "Executor":
     """``threads``: CPU threads per run; None keeps ``$OMP_NUM_THREADS`` when set, else divides the cores.
     ``group``: auto, on or off (``grouping.plan``)."""
     from .grouping import GROUP_MODES

@@ -43,31 +43,6 @@ def test_a_window_as_long_as_the_sequence_is_softmax_attention():
     assert torch.allclose(swa(tokens), soft(tokens), atol=1e-6)
 
 
-CASES = {"retnet": dict(name="gla", gate="fixed"), "mamba2-gate": dict(name="gla", gate="scalar"),
-         "gla": dict(name="gla", gate="vector"), "swa": dict(name="swa", window=5),
-         "based": dict(name="based", window=5, feature_dim=4)}
-
-
-@pytest.mark.parametrize("case", CASES)
-def test_state_size_is_what_decoding_carries(case):
-    """``state_size(T)`` per sequence equals the floats of the mixer states after T tokens (plus the
-    short convolution's window), for T inside and past the window."""
-    opts = dict(CASES[case])
-    model = models.build(opts.pop("name"), vocab_size=20, d_model=16, n_layers=2, n_heads=2, positions="none", **opts)
-    for T in (3, 12):
-        state = model.init_state(1, max_len=T)
-        for _ in range(T):
-            _, state = model.step(torch.zeros(1, dtype=torch.long), state)
-        carried = 0
-        for conv, mixer_state in state["layers"]:
-            carried += conv.numel() if conv is not None else 0
-            if isinstance(mixer_state, dict):  # a KV cache: the entries written so far
-                carried += mixer_state["cache"][:, :, :, :mixer_state["length"]].numel()
-            else:
-                carried += sum(t.numel() for t in (mixer_state if isinstance(mixer_state, tuple) else (mixer_state,)))
-        assert model.state_size(T) == carried, (case, T)
-
-
 @pytest.mark.parametrize("model", ["gla", "swa", "based"])
 def test_tiny_runs_end_to_end(model):
     result = evalsuite.run("recall", model, preset="tiny", store=False)

@@ -9,11 +9,28 @@ import torch
 from evalsuite import models
 
 NAMES = models.names()
+# options whose decoding path differs from the default's (maps, normalisations, gates, windows)
+VARIANTS = {
+    "linear-taylor-rmsnorm": dict(name="linear", feature_map="taylor", normalize="rmsnorm"),
+    "linear-taylor-based": dict(name="linear", feature_map="taylor", feature_dim=4),
+    "linear-performer": dict(name="linear", feature_map="performer"),
+    "linear-dpfp": dict(name="linear", feature_map="dpfp", feature_map_options={"nu": 2}),
+    "delta-chunked": dict(name="delta", chunk_size=4),
+    "gated-delta": dict(name="delta", gated=True, chunk_size=4),
+    "hybrid-LDS": dict(name="hybrid", pattern="LDS", n_layers=3),
+    "retnet": dict(name="gla", gate="fixed", chunk_size=4),
+    "mamba2-gate": dict(name="gla", gate="scalar", chunk_size=4),
+    "gla-chunked": dict(name="gla", gate="vector", chunk_size=4),
+    "swa-window-4": dict(name="swa", window=4),
+    "based-small": dict(name="based", window=3, feature_dim=4),
+}
+CASES = {**{name: dict(name=name) for name in NAMES}, **VARIANTS}  # every registered mixer, then the variants
 
 
 def build(name, **extra):
     torch.manual_seed(0)
-    return models.build(name, vocab_size=20, d_model=16, n_layers=2, n_heads=2, max_len=24, **extra).eval()
+    options = {"vocab_size": 20, "d_model": 16, "n_layers": 2, "n_heads": 2, "max_len": 24, **extra}
+    return models.build(name, **options).eval()
 
 
 def test_the_registry_has_the_zoo():
@@ -33,9 +50,10 @@ def test_outputs_are_causal_and_finite(name):
     assert not torch.allclose(a[:, 13:], b[:, 13:])
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_decoding_equals_the_parallel_forward(name):
-    model = build(name)
+@pytest.mark.parametrize("case", CASES)
+def test_decoding_equals_the_parallel_forward(case):
+    options = dict(CASES[case])
+    model = build(options.pop("name"), mlp_ratio=2.0, **options)
     tokens = torch.randint(0, 20, (3, 24))
     with torch.no_grad():
         parallel = model(tokens)
@@ -61,9 +79,12 @@ def carried(state) -> int:
     return total
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_state_size_is_what_decoding_carries(name):
-    model = build(name, positions="none")
+@pytest.mark.parametrize("case", CASES)
+def test_state_size_is_what_decoding_carries(case):
+    """``state_size(T)`` per sequence equals the floats of the decoding state after T tokens, for T
+    inside and past a window."""
+    options = dict(CASES[case])
+    model = build(options.pop("name"), positions="none", **options)
     for T in (3, 20):
         state = model.init_state(1, max_len=T)
         with torch.no_grad():
@@ -81,3 +102,14 @@ def test_the_attention_view_reproduces_the_mixer_output(name):
         view = mixer.attention(x)
         assert view.weights.shape == (2, 2, 12, 12) and (view.weights.triu(1) == 0).all()
         torch.testing.assert_close(mixer.read(view.weights @ view.values.float()), mixer(x), rtol=1e-4, atol=1e-5)
+
+
+def test_a_fixed_state_does_not_grow():
+    model = models.build("delta", vocab_size=30, d_model=16, n_layers=1, n_heads=2, positions="none")
+    state = model.init_state(2)
+    sizes = set()
+    for _ in range(50):
+        _, state = model.step(torch.zeros(2, dtype=torch.long), state)
+        sizes.add(sum(t.numel() for t in state["layers"][0] if t is not None))
+    assert sizes == {2 * (3 * 16 + 2 * 8 * 8)}  # conv window + S per head; matches state_size for a batch of 2
+    assert model.state_size(10**6) * 2 == sizes.pop()
