@@ -61,17 +61,26 @@ def matmul_peak(device: torch.device, n: int = 1024, reps: int = 20) -> float:
 
 
 def steps_per_second(model_name: str, conv_kernel: int, steps: int, device: torch.device) -> float:
-    from evalsuite import config as cfg
-    from evalsuite import tasks
     from evalsuite.train import autocast_for, make_optimizer, train_step
 
-    config = cfg.resolve("recall", model_name, overrides={
-        "vocab_size": V, "seq_len": T, "num_kv_pairs": D, "d_model": DM, "n_layers": L, "n_heads": 1,
-        "conv_kernel": conv_kernel, "batch_size": B})
+    overrides = {"vocab_size": V, "seq_len": T, "num_kv_pairs": D, "d_model": DM, "n_layers": L, "n_heads": 1,
+                 "conv_kernel": conv_kernel, "batch_size": B}
     torch.manual_seed(0)
-    model = cfg.build_model(config["model"], V).to(device)
-    data = tasks.get("recall", **{k: v for k, v in config["task"].items() if k != "name"}).generate(B * 32, 0)
-    optimizer = make_optimizer(model, cfg.TrainConfig(**config["train"]), device)
+    try:  # the typed RunConfig (this checkout)
+        from evalsuite.resolve import resolve
+
+        config = resolve("recall", model_name, overrides=overrides)
+        model, train, task = config.model.build(V), config.train, config.task.train_tasks[0]
+    except ImportError:  # an older checkout (--against): a config dict
+        from evalsuite import config as cfg
+        from evalsuite import tasks
+
+        config = cfg.resolve("recall", model_name, overrides=overrides)
+        model, train = cfg.build_model(config["model"], V), cfg.TrainConfig(**config["train"])
+        task = tasks.get("recall", **{k: v for k, v in config["task"].items() if k != "name"})
+    model = model.to(device)
+    data = task.generate(B * 32, 0)
+    optimizer = make_optimizer(model, train, device)
     autocast = autocast_for(device, "auto")
     try:  # the training batch as the loss reads it (older checkouts, for --against, take the Batch)
         from evalsuite.train import Graded
@@ -114,6 +123,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--against", type=Path, default=None, help="another checkout to alternate with (old commit)")
+    parser.add_argument("--generation-examples", type=int, default=100_000, help="examples per MQAR generation figure")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:  # one measurement for --against, in this process's evalsuite
@@ -150,7 +160,8 @@ def main() -> None:
         if args.against:
             line += f"   x{statistics.median(figures['new']) / statistics.median(figures['old']):.2f}"
         print(line + "   (rounds: " + "; ".join(f"{n} " + ", ".join(f"{x:.1f}" for x in v) for n, v in figures.items()) + ")")
-    for n, seq_len, pairs, vocab in ((100_000, 256, 16, 8192), (100_000, 64, 4, 8192)):
+    n = args.generation_examples
+    for seq_len, pairs, vocab in ((256, 16, 8192), (64, 4, 8192)):
         seconds = generation_speed(n, seq_len, pairs, vocab)
         print(f"MQAR generation: {n:,} examples, T={seq_len}, D={pairs}, V={vocab}: {seconds:.2f} s "
               f"({n / seconds:,.0f} examples/s)")

@@ -37,6 +37,9 @@ class TrainConfig(Params):
     num_val: int = Field(500, ge=1, description="validation examples (early stopping)")
     num_test: int = Field(1_000, ge=1, description="test examples (the reported accuracy)")
     warmup_frac: float = Field(0.05, ge=0, lt=1, description="fraction of steps spent warming up the learning rate")
+    warmup_steps: int | None = Field(None, ge=0, description="warm-up in steps, in place of warmup_frac: a longer budget "
+                                     "at the same peak rate then takes the shorter run's steps until that run's decay "
+                                     "begins, and starts from the point the shorter run saved there")
     schedule: Literal["wsd", "constant", "cosine"] = Field(
         "wsd", description="after warm-up: wsd holds the peak rate and decays linearly to 10% over the last decay_frac "
         "of the budget (a late learner is not annealed before it takes off); constant never decays; cosine decays "
@@ -51,7 +54,20 @@ class TrainConfig(Params):
     compile: bool = Field(False, description="train through torch.compile (opt in); falls back to eager with a warning "
                           "where no compiler works; the first step's time, compilation included, is compile_time_s")
 
-    LATE_FIELDS = frozenset({"compile"})
+    LATE_FIELDS = frozenset({"compile", "warmup_steps"})
+
+    def warmup(self, total_steps: int) -> int:
+        """Warm-up steps of a run of ``total_steps``."""
+        return self.warmup_steps if self.warmup_steps is not None else int(total_steps * self.warmup_frac)
+
+    def branch_step(self, total_steps: int) -> int | None:
+        """The step at which this run's training state is still the one any longer run at the same
+        peak rate and warm-up would have (wsd: where its decay begins); None where there is none
+        (cosine decays from the start; a constant schedule's end is an evaluation point a longer
+        run may not share)."""
+        step = total_steps - int(total_steps * self.decay_frac)
+        # constant would branch at its end, where the shorter run evaluates and a longer one may not
+        return step if self.schedule == "wsd" and 0 < step < total_steps else None
 
 
 # Named presets: model and train settings; each task adds its own parameters of the same name.
@@ -154,10 +170,12 @@ class RunConfig:
         return cls(TaskSpec.from_section(data["task"]), ModelSpec.parse(data["model"]), TrainConfig(**data["train"]),
                    data["seed"], dict(data.get("plugins") or {}))
 
-    def replace(self, *, lr: float | None = None, epochs: float | None = None, seed: int | None = None) -> "RunConfig":
-        """The same run at another rate, budget or seed (what ``reproduce`` escalates to)."""
+    def replace(self, *, lr: float | None = None, epochs: float | None = None, seed: int | None = None,
+                warmup_steps: int | None = None) -> "RunConfig":
+        """The same run at another rate, budget, warm-up or seed (what ``reproduce`` escalates to)."""
         train = {**self.train.model_dump(), **({"lr": lr} if lr is not None else {}),
-                 **({"epochs": float(epochs)} if epochs is not None else {})}
+                 **({"epochs": float(epochs)} if epochs is not None else {}),
+                 **({"warmup_steps": warmup_steps} if warmup_steps is not None else {})}
         return dataclasses.replace(self, train=TrainConfig(**train), seed=self.seed if seed is None else seed)
 
     def __eq__(self, other) -> bool:

@@ -8,6 +8,7 @@ each record. Training itself is ``evalsuite.train``'s (``train_one``, ``train_gr
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ def analyse(trained: Trained) -> None:
     an analysis that fails is recorded there and never fails the run."""
     if not trained.record.ok or trained.model is None or trained.test is None:
         return
+    begin = time.perf_counter()
     try:
         model = trained.model
         batch = trained.test[:analysis.ANALYSIS_EXAMPLES].to(next(model.parameters()).device)
@@ -35,16 +37,18 @@ def analyse(trained: Trained) -> None:
     except Exception as exc:  # noqa: BLE001 - recorded, the run's accuracy stands
         result = {"error": f"{type(exc).__name__}: {exc}"}
     trained.record.metrics["analysis"] = result
+    trained.record.metrics["time_analysis_s"] = time.perf_counter() - begin
 
 
 def run_unit(configs: list[RunConfig], device: torch.device, *, progress: bool | None = None,
-             cache_dir=None) -> list[Trained]:
-    """Train and analyse one configuration, or a group trained together (``train_group``); what a
-    sweep's worker runs. Nothing is stored here: the driver persists the records."""
+             cache_dir=None, decide: bool = False) -> list[Trained]:
+    """Train and analyse one configuration, or a group trained together (``train_group``; with
+    ``decide``, only where a few timed steps say the batched step is faster); what a sweep's worker
+    runs. Nothing is stored here: the driver persists the records."""
     if len(configs) == 1:
         out = [train_one(configs[0], device, progress=progress, cache_dir=cache_dir)]
     else:
-        out = train_group(configs, device, progress=progress, cache_dir=cache_dir)
+        out = train_group(configs, device, progress=progress, cache_dir=cache_dir, decide=decide)
     env = environment.describe(device)
     for trained in out:
         analyse(trained)

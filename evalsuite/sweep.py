@@ -237,16 +237,6 @@ def run_sweep(spec_path: str | os.PathLike | SweepSpec, *, store: Store, executo
                       device=device, retry_failed=retry_failed, address=address, threads=threads, group=group, echo=echo)
 
 
-def run_configs(configs: list[RunConfig], *, name: str, store: Store, **options) -> dict:
-    """Run configurations (``reproduce``'s escalations) as one sweep."""
-    points = list({p.run_id: p for p in (Point({"seed": c.seed, "lr": c.train.lr, "epochs": c.train.epochs}, c)
-                                         for c in configs)}.values())
-    # the id depends on the name too: two experiments that need the same runs each record them
-    sid = hashlib.sha256((name + ":" + sweep_id(points)).encode()).hexdigest()[:12]
-    return run_points(points, name=name, spec={"name": name, "configs": [p.config.as_dict() for p in points]},
-                      store=store, sid=sid, **options)
-
-
 def run_points(points: list[Point], *, name: str, spec: dict, store: Store, executor: str = "local",
                workers: int | None = None, device: str = "auto", retry_failed: bool = False, address: str | None = None,
                threads: int | None = None, group: str = "auto", echo=print, sid: str | None = None) -> dict:

@@ -17,6 +17,7 @@ from torch import nn
 
 from evalsuite.params import Params
 
+from .conv import causal_depthwise_conv
 from .feature_maps import FeatureMap
 
 
@@ -108,9 +109,9 @@ class ShortConv(nn.Module):
     """Causal depthwise convolution over time; keeps kernel-1 past inputs when decoding.
 
     The parameters are those of ``nn.Conv1d(d, d, k, groups=d)`` (``conv.weight [d, 1, k]``,
-    ``conv.bias [d]``), but the forward pass is k shifted multiply-adds over ``[B, T, d]``:
-    y_t = b + sum_j w_j * x_{t-(k-1)+j}. It matches ``conv1d`` (tests/models/test_models.py, float64) and
-    avoids the depthwise convolution's slow CPU backward and the two transposes around it."""
+    ``conv.bias [d]``); the forward pass is ``conv.causal_depthwise_conv`` over ``[B, T, d]``, k
+    in-place multiply-adds with a backward of its own (no transposes, no per-tap temporaries): it
+    matches ``conv1d`` in float64, values and gradients (tests/models/test_conv.py)."""
 
     def __init__(self, d_model: int, kernel: int):
         super().__init__()
@@ -118,13 +119,7 @@ class ShortConv(nn.Module):
         self.conv = nn.Conv1d(d_model, d_model, kernel, groups=d_model, padding=kernel - 1)
 
     def forward(self, x):
-        T, k = x.shape[1], self.kernel
-        w = self.conv.weight[:, 0].t()                               # [k, d]: tap j multiplies x_{t-(k-1)+j}
-        padded = F.pad(x, (0, 0, k - 1, 0))                          # [B, T + k - 1, d], zeros before t = 0
-        y = torch.addcmul(self.conv.bias, padded[:, k - 1:], w[k - 1])
-        for j in range(k - 1):
-            y = torch.addcmul(y, padded[:, j:j + T], w[j])           # fused multiply-add: one op per tap
-        return y
+        return causal_depthwise_conv(x, self.conv.weight[:, 0].t(), self.conv.bias)  # taps [k, d]
 
     def step(self, x, past):
         """``x [B, d]``, ``past [B, kernel - 1, d]`` (the previous inputs) -> (y, new past)."""

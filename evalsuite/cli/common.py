@@ -72,8 +72,8 @@ def open_store(store_path, must_exist: bool = False):
 def group_option(command):
     return click.option("--group", default="auto", show_default=True, type=click.Choice(["auto", "on", "off"]),
                         help="train points that differ only in learning rate and seed together, as one batched model "
-                             "(each keeps its own optimizer, schedule, early stopping and record); auto: on CUDA only "
-                             "(on CPU a grouped step measured slower)")(command)
+                             "(each keeps its own optimizer, schedule, early stopping and record); auto: where a few "
+                             "timed steps say the batched step is faster")(command)
 
 
 def executor_options(command):

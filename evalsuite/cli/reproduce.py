@@ -41,11 +41,9 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
         get_executor(executor, workers=workers, device=device, address=address, threads=threads, group=group)
         options = dict(store=store, executor=executor, workers=workers, device=device, address=address, threads=threads,
                        group=group, echo=click.echo)
-        for exp in experiments:
-            click.echo(f"== {exp.name}: {exp.finding}")
-            rep.run_experiment(exp, scale, store, run_spec=lambda spec: sweeps.run_sweep(spec, **options),
-                               run_configs=lambda name, configs: sweeps.run_configs(configs, name=name, **options),
-                               echo=click.echo)
+        rep.run_experiments(experiments, scale, store,
+                            run=lambda points, name, spec: sweeps.run_points(points, name=name, spec=spec, **options),
+                            echo=click.echo)
     verdicts = rep.verdicts(experiments, store, scale)
     width = max(len(v.name) for v in verdicts) + 1
     for v in verdicts:

@@ -32,7 +32,8 @@ def failed_result(config: RunConfig, error: str) -> RunRecord:
     return RunRecord(run_id=config.run_id, config=config.as_dict(), status=Status.FAILED, error=error)
 
 
-def run_unit_in_worker(configs: list[RunConfig], device: str, threads: int | None, incoming: str | None) -> list[RunRecord]:
+def run_unit_in_worker(configs: list[RunConfig], device: str, threads: int | None, incoming: str | None,
+                       decide: bool = False) -> list[RunRecord]:
     """Run one configuration, or a group of them (``pipeline.run_unit``), in this (worker) process;
     never raises for a failed run. The driver persists the records (``pipeline.persist``); the
     weights travel as files."""
@@ -46,7 +47,7 @@ def run_unit_in_worker(configs: list[RunConfig], device: str, threads: int | Non
     dev = environment.resolve_device(device)
     cache = os.environ.get("EVALSUITE_CACHE") or (str(Path(incoming).parent / "cache") if incoming else None)
     records = []
-    for trained in run_unit(configs, dev, progress=False, cache_dir=cache):
+    for trained in run_unit(configs, dev, progress=False, cache_dir=cache, decide=decide):
         record = trained.record
         if incoming:
             folder = Path(incoming)

@@ -1,7 +1,8 @@
 """Which points of a sweep train together (``--group``): those that differ only in learning rate
 and seed (``train.group_key``), in groups of at most ``MAX_GROUP``, and no larger than it
-takes to give every worker a group. ``auto`` groups on CUDA only: on CPU a grouped step measured
-slower than its members' steps one after another (README, "Grouped training")."""
+takes to give every worker a group. ``on`` trains every group batched; ``auto`` lets the worker
+time a few steps of both ways first and train the group batched only where that is faster
+(``train.group.pays``: on a GPU it is; on a CPU it depends on the width); ``off`` never groups."""
 from __future__ import annotations
 
 import math
@@ -10,12 +11,12 @@ GROUP_MODES = ("auto", "on", "off")
 MAX_GROUP = 8
 
 
-def plan(configs: list, mode: str, *, gpu: bool, slots: int = 1) -> list[list[int]]:
+def plan(configs: list, mode: str, *, slots: int = 1) -> list[list[int]]:
     """Indices into ``configs``, one list per unit a worker trains (a run alone, or a group), in
     the order of each unit's first point."""
     if mode not in GROUP_MODES:
         raise ValueError(f"--group must be one of {', '.join(GROUP_MODES)}, got {mode!r}")
-    if mode == "off" or (mode == "auto" and not gpu):
+    if mode == "off":
         return [[i] for i in range(len(configs))]
     from evalsuite.train import group_key
 

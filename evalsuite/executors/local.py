@@ -54,14 +54,14 @@ class LocalExecutor:
         return f"cuda:{slot % self.gpus}" if self.gpus else "cpu"
 
     def run(self, configs: list[RunConfig], incoming: Path) -> Iterator[RunRecord]:
-        pending = {u[0]: u for u in plan(configs, self.group, gpu=bool(self.gpus), slots=self.workers)}  # first point -> unit
+        pending = {u[0]: u for u in plan(configs, self.group, slots=self.workers)}  # first point -> unit
         attempts = {k: 0 for k in pending}
         ctx = mp.get_context("spawn")  # safe with CUDA and threads; workers import torch once
         while pending:
             finished: set[int] = set()
             with ProcessPoolExecutor(max_workers=min(self.workers, len(pending)), mp_context=ctx) as pool:
                 futures = {pool.submit(run_unit_in_worker, [configs[i] for i in unit], self._device(n), self.threads,
-                                       str(incoming)): k for n, (k, unit) in enumerate(pending.items())}
+                                       str(incoming), self.group == "auto"): k for n, (k, unit) in enumerate(pending.items())}
                 try:
                     for future in as_completed(futures):
                         k = futures[future]

@@ -15,7 +15,7 @@ import difflib
 from evalsuite.errors import UserError
 
 from .experiment import EXPERIMENTS, SCALES, Experiment, all_experiments, register
-from .runner import escalate, experiment_runs, run_experiment, verdicts
+from .runner import experiment_runs, run_experiments, verdicts
 
 
 def get(name: str) -> Experiment:
@@ -39,5 +39,5 @@ def select(names) -> list[Experiment]:
     return [e for e in everything if e.name in wanted or e.group in wanted]
 
 
-__all__ = ["EXPERIMENTS", "SCALES", "Experiment", "all_experiments", "escalate", "experiment_runs", "get", "register",
-           "run_experiment", "select", "verdicts"]
+__all__ = ["EXPERIMENTS", "SCALES", "Experiment", "all_experiments", "experiment_runs", "get", "register",
+           "run_experiments", "select", "verdicts"]

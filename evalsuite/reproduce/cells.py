@@ -91,6 +91,11 @@ class Cell:
                 and (lr is None or math.isclose(get(r.config, "train.lr"), lr))]
 
     @property
+    def base_runs(self) -> list[RunRecord]:
+        """Every run at the base budget (every rate and seed): what the rate choice reads."""
+        return self._at()
+
+    @property
     def rates(self) -> list[float]:
         return sorted({get(r.config, "train.lr") for r in self._at()})
 
@@ -276,9 +281,14 @@ class Cell:
         return []
 
     def next_configs(self) -> list[RunConfig]:
-        """``next_changes`` as configurations (``evalsuite reproduce`` escalates with these)."""
+        """``next_changes`` as configurations (``evalsuite reproduce`` escalates with these). A
+        longer budget keeps the base run's warm-up in steps: it is the same schedule at the same
+        peak rate, only held longer, so it takes the base run's steps up to that run's decay and
+        starts from the state the base run saved there (``train.branch``)."""
         changes = self.next_changes()
         if not changes:
             return []
-        best = RunConfig.from_dict(self.best_runs[0].config)
-        return [best.replace(**c) for c in changes]
+        run = self.best_runs[0]
+        best = RunConfig.from_dict(run.config)
+        warmup = best.train.warmup(run.metrics["budget_steps"]) if "budget_steps" in run.metrics else None
+        return [best.replace(**c, **({"warmup_steps": warmup} if "epochs" in c else {})) for c in changes]

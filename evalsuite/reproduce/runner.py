@@ -1,17 +1,26 @@
-"""Running an experiment: its sweep, the escalation that makes each cell its verdict rests on
-citable (rates past an edge, a second seed, 4x the budget), its capacity probes, and the
-verdicts judged from what the store holds."""
+"""Running experiments: their sweeps, the escalation that makes each cell a verdict rests on
+citable (rates past an edge, a second seed, 4x the budget), their capacity probes, and the
+verdicts judged from what the store holds.
+
+Every experiment of one invocation runs together: their sweeps as one set of points, then each
+escalation round gathers what every experiment still lacks into one set (an experiment alone
+often lacks fewer runs than there are workers, which left workers idle round after round). Each
+experiment's sweep and escalations are still recorded under its own names, so that
+``experiment_runs`` finds exactly its runs whichever invocation trained them.
+"""
 from __future__ import annotations
 
+import hashlib
 from typing import Callable
 
-from evalsuite.config import RunConfig
 from evalsuite.records import RunRecord, Verdict
 
 from .experiment import Experiment, members
 from .probes import run_probes
 
 MAX_ROUNDS = 5
+# run(points, name, spec): train the points (sweep.run_points with the executor's options)
+Run = Callable[[list, str, dict], dict]
 
 
 def escalation_name(name: str, scale: str) -> str:
@@ -34,34 +43,52 @@ def experiment_runs(exp: Experiment, scale: str, store) -> list[RunRecord]:
     return store.runs(sorted(ids)) if ids else []
 
 
-def escalate(exp: Experiment, scale: str, store, run_configs: Callable[[str, list[RunConfig]], None], echo=print) -> None:
-    """Make every cell the verdict rests on citable: extend the rate grid past an edge where a
-    cell did not learn, add a second seed at the best rate, rerun at 4x the budget where it still
-    did not learn (``Cell.next_configs``). Rounds until nothing is missing; resumable."""
-    if exp.cells is None:
-        return
+def _record(store, name: str, points: list) -> None:
+    """``points`` belong to the sweep called ``name`` (an experiment's escalation)."""
+    from evalsuite.sweep import sweep_id
+
+    sid = hashlib.sha256((name + ":" + sweep_id(points)).encode()).hexdigest()[:12]
+    store.add_sweep(sid, name, {"name": name, "configs": [p.config.as_dict() for p in points]}, [p.run_id for p in points])
+
+
+def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, echo=print) -> None:
+    """Sweep, escalate and probe ``experiments`` (resumable: what the store holds is not rerun)."""
+    from evalsuite.sweep import Point, expand, sweep_id
+
+    points: dict[str, Point] = {}
+    for exp in experiments:
+        spec = exp.spec(scale)
+        if spec is not None:
+            echo(f"== {exp.name}: {exp.finding}")
+            mine = expand(spec)
+            store.add_sweep(sweep_id(mine), spec.name, spec.model_dump(), [p.run_id for p in mine])  # as `sweep` records it
+            points.update({p.run_id: p for p in mine})
+    if points:
+        run(list(points.values()), f"reproduce-{scale}", {"experiments": [e.name for e in experiments], "scale": scale})
     for round_ in range(1, MAX_ROUNDS + 1):
-        runs = experiment_runs(exp, scale, store)
-        todo, why = [], []
-        for cell in exp.cells(runs, exp.params[scale]):
-            configs = cell.next_configs()
-            if configs:
-                todo += configs
-                why.append(f"{cell.label} ({cell.status_word()})")
+        todo: dict[str, Point] = {}
+        for exp in experiments:
+            if exp.cells is None:
+                continue
+            mine, why = [], []
+            for cell in exp.cells(experiment_runs(exp, scale, store), exp.params[scale]):
+                configs = cell.next_configs()
+                if configs:
+                    mine += [Point({"seed": c.seed, "lr": c.train.lr, "epochs": c.train.epochs}, c) for c in configs]
+                    why.append(f"{cell.label} ({cell.status_word()})")
+            if mine:
+                echo(f"  {exp.name}, escalation round {round_}: {len(mine)} runs for {', '.join(why)}")
+                _record(store, escalation_name(exp.name, scale), mine)
+                todo.update({p.run_id: p for p in mine})
         if not todo:
-            return
-        echo(f"  escalation round {round_}: {len(todo)} runs for {', '.join(why)}")
-        run_configs(escalation_name(exp.name, scale), todo)
-    echo(f"  escalation stopped after {MAX_ROUNDS} rounds; the verdict says what is still missing")
-
-
-def run_experiment(exp: Experiment, scale: str, store, run_spec: Callable, run_configs: Callable, echo=print) -> None:
-    """The sweep (``run_spec(spec)``), the escalation (``run_configs(name, configs)``) and the probes."""
-    spec = exp.spec(scale)
-    if spec is not None:
-        run_spec(spec)
-        escalate(exp, scale, store, run_configs, echo=echo)
-    run_probes(exp.probes.get(scale, []), store, echo=echo)
+            break
+        run(list(todo.values()), f"reproduce-{scale}-escalation-{round_}", {"round": round_})
+    else:
+        echo(f"  escalation stopped after {MAX_ROUNDS} rounds; the verdicts say what is still missing")
+    for exp in experiments:
+        if exp.probes.get(scale):
+            echo(f"== {exp.name}: {exp.finding}")
+            run_probes(exp.probes[scale], store, echo=echo)
 
 
 def verdicts(experiments: list[Experiment], store, scale: str = "cpu") -> list[Verdict]:

@@ -31,7 +31,7 @@ from torch.func import functional_call, vmap
 from evalsuite.config import RunConfig, run_id
 
 from .data import Graded
-from .loop import Trained, TrainingState, progress_bar, train_one, training_loss
+from .loop import Trained, TrainingState, make_optimizer, progress_bar, run_alone, train_one, train_step, training_loss
 
 # vmap has no batching rule for the CPU flash-attention kernel and loops over the members there
 # (correct, only slower); its warning says so once per call site
@@ -51,9 +51,11 @@ def group_key(config: RunConfig) -> str | None:
 
 
 def train_group(configs: list[RunConfig], device: torch.device, progress: bool | None = None,
-                cache_dir=None) -> list[Trained]:
+                cache_dir=None, decide: bool = False) -> list[Trained]:
     """Train ``configs`` (same ``group_key``) together; one ``Trained`` per config, in order.
-    Failures are returned as records, never raised (Ctrl-C and SIGTERM are)."""
+    ``decide``: first time a few steps of the batched step against the members' own (``pays``)
+    and train them one after another where that is faster (``--group auto``). Failures are
+    returned as records, never raised (Ctrl-C and SIGTERM are)."""
     keys = {group_key(c) for c in configs}
     if len(keys) != 1 or None in keys:
         raise ValueError("a group's configurations must differ only in train.lr and seed (and not train.compile)")
@@ -64,6 +66,18 @@ def train_group(configs: list[RunConfig], device: torch.device, progress: bool |
         except Exception as exc:  # noqa: BLE001 - this member's failure; the others train
             m.fail(exc)
     active = [m for m in members if not m.finished]
+    if decide and len(active) > 1:
+        calibration = pays(active)
+        for m in active:
+            m.metrics["group_calibration"] = calibration
+        if not calibration["grouped"]:
+            for m in active:  # one after another, each as train_one would
+                m.train_start = time.perf_counter()
+                try:
+                    run_alone(m, False)
+                except Exception as exc:  # noqa: BLE001 - this member's failure; the others train
+                    m.fail(exc)
+            return [m.trained() for m in members]
     for m in active:
         m.train_start = time.perf_counter()  # the members' set-up ran one after another
         m.metrics["group_size"] = len(configs)
@@ -96,36 +110,54 @@ class _Loss(torch.nn.Module):
         return training_loss(self.model, Graded(inputs, index, targets))
 
 
-def _train_together(active: list[TrainingState], bar) -> None:
-    """Step every member of ``active`` through one batched step until each has finished."""
-    skeleton = _Loss(copy.deepcopy(active[0].model))  # its own tensors are never read: functional_call swaps them
-    names = [n for n, _ in active[0].model.named_parameters()]
-    buffer_names = [n for n, _ in active[0].model.named_buffers()]
+class BatchedStep:
+    """One optimisation step of several models of one architecture as one vmapped model: their
+    parameters stacked on a new leading axis, one ``vmap`` of the loss, one backward, then each
+    model's own gradient clip and optimizer step."""
 
-    def member_loss(params, buffers, inputs, index, targets):
-        return functional_call(skeleton, ({f"model.{n}": p for n, p in params.items()},
-                                          {f"model.{n}": b for n, b in buffers.items()}), (inputs, index, targets))
+    def __init__(self, template: torch.nn.Module):
+        self.skeleton = _Loss(copy.deepcopy(template))  # its own tensors are never read: functional_call swaps them
+        self.names = [n for n, _ in template.named_parameters()]
+        self.buffer_names = [n for n, _ in template.named_buffers()]
+        self.tensors: dict[int, tuple[dict, dict]] = {}  # each model's own tensors, looked up once
 
-    batched_loss = vmap(member_loss)
-    # the members' own tensors, looked up once: optimizers and resampling update them in place
-    tensors = {id(m): (dict(m.model.named_parameters()), dict(m.model.named_buffers())) for m in active}
-    while active:
-        batches = [m.next_batch() for m in active]
-        params = {n: torch.stack([tensors[id(m)][0][n] for m in active]) for n in names}  # [G, ...] each
-        buffers = {n: torch.stack([tensors[id(m)][1][n] for m in active]) for n in buffer_names}
+        def member_loss(params, buffers, inputs, index, targets):
+            return functional_call(self.skeleton, ({f"model.{n}": p for n, p in params.items()},
+                                                   {f"model.{n}": b for n, b in buffers.items()}), (inputs, index, targets))
+
+        self.loss = vmap(member_loss)
+
+    def __call__(self, models, optimizers, batches: list[Graded], clips: list[float], autocast) -> torch.Tensor:
+        """Step every model on its own batch; the losses ``[G]``, detached, on the device."""
+        for m in models:
+            if id(m) not in self.tensors:  # optimizers and resampling update these in place
+                self.tensors[id(m)] = (dict(m.named_parameters()), dict(m.named_buffers()))
+        own = [self.tensors[id(m)] for m in models]
+        params = {n: torch.stack([t[0][n] for t in own]) for n in self.names}                 # [G, ...] each
+        buffers = {n: torch.stack([t[1][n] for t in own]) for n in self.buffer_names}
         inputs, index, targets = (torch.stack([getattr(b, f) for b in batches])          # [G, B, T] / [G, B, K]
                                   for f in ("inputs", "index", "targets"))
-        for m in active:
-            m.optimizer.zero_grad(set_to_none=True)
-        with warnings.catch_warnings(), active[0].autocast():
+        for opt in optimizers:
+            opt.zero_grad(set_to_none=True)
+        with warnings.catch_warnings(), autocast:
             warnings.filterwarnings("ignore", message=_NO_BATCH_RULE)
-            losses = batched_loss(params, buffers, inputs, index, targets)               # [G]
+            losses = self.loss(params, buffers, inputs, index, targets)                    # [G]
         losses.sum().backward()
-        losses = losses.detach()
+        for m, opt, clip in zip(models, optimizers, clips):
+            if clip > 0:
+                torch.nn.utils.clip_grad_norm_(m.parameters(), clip)
+            opt.step()
+        return losses.detach()
+
+
+def _train_together(active: list[TrainingState], bar) -> None:
+    """Step every member of ``active`` through one batched step until each has finished."""
+    step = BatchedStep(active[0].model)
+    while active:
+        batches = [m.next_batch() for m in active]
+        losses = step([m.model for m in active], [m.optimizer for m in active], batches,
+                      [m.train.grad_clip for m in active], active[0].autocast())
         for i, m in enumerate(active):
-            if m.train.grad_clip > 0:
-                torch.nn.utils.clip_grad_norm_(m.model.parameters(), m.train.grad_clip)
-            m.optimizer.step()
             m.losses.append(losses[i])
         for m in active:
             try:
@@ -136,6 +168,41 @@ def _train_together(active: list[TrainingState], bar) -> None:
                 m.fail(exc)
         bar.update(1)
         active = [m for m in active if not m.finished]
+
+
+CALIBRATION_STEPS = 3
+
+
+def pays(members: list[TrainingState]) -> dict:
+    """Whether the batched step beats the members' steps one after another here: a few steps of
+    each, timed on copies of the members' models and optimizers after a warm-up step (the members
+    and the random state are untouched). ``{"grouped": bool, "grouped_steps_per_s", "alone_steps_per_s"}``
+    in member-steps per second."""
+    first = members[0]
+    rng = torch.get_rng_state()
+    models = [copy.deepcopy(m.model) for m in members]
+    optimizers = [make_optimizer(model, m.train, m.device) for model, m in zip(models, members)]
+    batches = [m.staged[:m.train.batch_size].to(m.device) for m in members]
+    clips = [m.train.grad_clip for m in members]
+    sync = torch.cuda.synchronize if first.device.type == "cuda" else (lambda: None)
+
+    def timed(fn) -> float:
+        fn()  # warm-up (lazy initialisation, allocations)
+        sync()
+        start = time.perf_counter()
+        for _ in range(CALIBRATION_STEPS):
+            fn()
+        sync()
+        return len(members) * CALIBRATION_STEPS / (time.perf_counter() - start)
+
+    try:
+        step = BatchedStep(models[0])
+        grouped = timed(lambda: step(models, optimizers, batches, clips, first.autocast()))
+        alone = timed(lambda: [train_step(mod, opt, b, c, first.autocast())
+                               for mod, opt, b, c in zip(models, optimizers, batches, clips)])
+    finally:
+        torch.set_rng_state(rng)
+    return {"grouped": grouped > alone, "grouped_steps_per_s": grouped, "alone_steps_per_s": alone}
 
 
 __all__ = ["group_key", "train_group"]

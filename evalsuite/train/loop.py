@@ -26,6 +26,7 @@ from evalsuite.records import RunRecord, Status
 from evalsuite.tasks import IGNORE, Batch
 from evalsuite.tasks.base import majority_rate
 
+from . import branch
 from .data import Graded, make_data, stage
 from .evaluate import autocast_for, evaluate
 
@@ -76,9 +77,11 @@ def convergence(history: list[dict], budget_steps: int, target: float) -> dict:
     return {"stopped": "budget", "undertrained": gain >= UNDERTRAINED_GAIN, "last_quarter_gain": gain}
 
 
-def lr_factor(total_steps: int, warmup_frac: float, schedule: str = "wsd", decay_frac: float = 0.2) -> Callable[[int], float]:
-    """Learning-rate factor per step: linear warm-up, then ``schedule`` (down to 10% at the end)."""
-    warmup = int(total_steps * warmup_frac)
+def lr_factor(total_steps: int, warmup_frac: float, schedule: str = "wsd", decay_frac: float = 0.2,
+              warmup_steps: int | None = None) -> Callable[[int], float]:
+    """Learning-rate factor per step: linear warm-up (``warmup_steps``, else ``warmup_frac`` of the
+    budget), then ``schedule`` (down to 10% at the end)."""
+    warmup = int(total_steps * warmup_frac) if warmup_steps is None else warmup_steps
     decay_start = total_steps - int(total_steps * decay_frac)
 
     def factor(step: int) -> float:
@@ -161,24 +164,31 @@ def train_one(config: RunConfig, device: torch.device, progress: bool | None = N
     run = TrainingState(config, device)
     try:
         run.prepare(cache_dir)
-        bar = progress_bar(run.total_steps, sys.stderr.isatty() if progress is None else progress,
-                           f"{config.model.name} on {config.task.name}")
-        stepper = run.model  # what the steps call: the model, or its compiled form (train.compile)
-        while not run.finished:
-            batch = run.next_batch()
-            if run.step == 0 and run.train.compile:
-                stepper = _compiled_first_step(run, batch)
-            else:
-                run.losses.append(train_step(stepper, run.optimizer, batch, run.train.grad_clip, run.autocast()))
-            run.end_step()
-            bar.update(1)
-            if run.history and run.history[-1]["step"] == run.step:
-                bar.set_postfix(loss=f"{run.loss_value:.3f}", val_acc=f"{run.history[-1]['val_accuracy']:.3f}")
-        bar.close()
-        run.finish()
+        run_alone(run, progress)
     except Exception as exc:  # noqa: BLE001 - recorded in the store; the caller decides the exit status
         run.fail(exc)
     return run.trained()
+
+
+def run_alone(run: "TrainingState", progress: bool | None = None) -> None:
+    """The loop of one prepared run, step by step, to its test. Raises what a step raises."""
+    bar = progress_bar(run.total_steps, sys.stderr.isatty() if progress is None else progress,
+                       f"{run.config.model.name} on {run.config.task.name}", initial=run.step)
+    stepper = run.model  # what the steps call: the model, or its compiled form (train.compile)
+    first = True
+    while not run.finished:
+        batch = run.next_batch()
+        if first and run.train.compile:
+            stepper = _compiled_first_step(run, batch)
+        else:
+            run.losses.append(train_step(stepper, run.optimizer, batch, run.train.grad_clip, run.autocast()))
+        first = False
+        run.end_step()
+        bar.update(1)
+        if run.history and run.history[-1]["step"] == run.step:
+            bar.set_postfix(loss=f"{run.loss_value:.3f}", val_acc=f"{run.history[-1]['val_accuracy']:.3f}")
+    bar.close()
+    run.finish()
 
 
 class TrainingState:
@@ -205,6 +215,7 @@ class TrainingState:
     def prepare(self, cache_dir=None) -> None:
         """Data, model (initialised from the run's seed), optimizer and schedule."""
         torch.manual_seed(self.seed)
+        begin = time.perf_counter()
         data, self.eval_sets = make_data(self.config.task, self.train, self.seed, cache_dir=cache_dir)
         self.data, self.tasks = data, self.config.task.tasks
         self.slice_keys = tuple(dict.fromkeys(k for t in self.tasks for k in t.slice_keys))
@@ -217,12 +228,22 @@ class TrainingState:
         self.total_steps = max(1, int(round(self.train.epochs * self.batches_per_epoch)))
         self.optimizer = make_optimizer(self.model, self.train, self.device)
         self.schedule = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lr_factor(self.total_steps, self.train.warmup_frac, self.train.schedule, self.train.decay_frac))
+            self.optimizer, lr_factor(self.total_steps, self.train.warmup_frac, self.train.schedule, self.train.decay_frac,
+                                      self.train.warmup(self.total_steps)))
         self.shuffle = torch.Generator().manual_seed(self.seed)
         self.staged = stage(Graded.of(data["train"]), self.device)
+        self.metrics["time_data_s"] = time.perf_counter() - begin  # generation and staging (model build included)
+        self.eval_time = 0.0  # validation passes, within train_time_s
         self.order = torch.empty(0, dtype=torch.long)
         self.best = {"accuracy": -1.0, "step": 0, "state": None}
         self.evals_without_gain = 0
+        # a shorter run of this trajectory may have saved the state this one reaches at its branch point
+        self.branch_step = self.train.branch_step(self.total_steps)
+        self.branches = branch.folder(cache_dir, self.config, self.total_steps)
+        self.branched = branch.latest(self.branches, self.branch_step or 0)
+        if self.branched is not None:
+            branch.restore(self, self.branched)
+        self.start_step = self.step
         self.model.train()
         self.train_start = time.perf_counter()
 
@@ -245,12 +266,15 @@ class TrainingState:
         if self.train.resample_every and self.step % self.train.resample_every == 0:
             self.resample()  # between steps: never inside a sequence
         if self.step % self.train.eval_every and self.step != self.total_steps:
+            self.save_branch()
             return
         bad = first_non_finite(self.losses)  # the loop's one read of the losses
         if bad is not None:
             raise Diverged(f"training loss became {float(self.losses[bad])} at step {self.step - len(self.losses) + bad + 1}")
         self.loss_value, self.losses = float(self.losses[-1]), []
+        begin = time.perf_counter()
         val = evaluate(self.model, self.data["val"], self.device, self.train.precision)
+        self.eval_time += time.perf_counter() - begin
         self.history.append({"step": self.step, "train_loss": self.loss_value, "val_loss": val["loss"],
                              "val_accuracy": val["accuracy"], "lr": self.schedule.get_last_lr()[0]})
         if val["accuracy"] > self.best["accuracy"]:
@@ -260,6 +284,12 @@ class TrainingState:
             self.evals_without_gain += 1
         self.finished = (self.step >= self.total_steps or val["accuracy"] >= self.train.target_accuracy
                          or bool(self.train.patience and self.evals_without_gain >= self.train.patience))
+        self.save_branch()
+
+    def save_branch(self) -> None:
+        """At the branch point, save the state a longer run of this trajectory would reach here."""
+        if self.branches is not None and self.step == self.branch_step and not self.finished:
+            branch.save(self, self.branches)
 
     def resample(self) -> None:
         """Redraw the random feature maps from this run's own random stream, so that a run draws
@@ -279,6 +309,7 @@ class TrainingState:
         if self.best["state"] is not None:
             model.load_state_dict(self.best["state"])  # report the checkpoint that validated best
         self.best["state"] = None
+        begin = time.perf_counter()
         test = evaluate(model, data["test"], self.device, train.precision, slice_keys=self.slice_keys)
         slices = [{"split": "test", **s} for s in test.get("slices", [])]
         for i, eval_set in enumerate(self.eval_sets):
@@ -287,15 +318,19 @@ class TrainingState:
             slices.extend({"split": f"eval_{i}", **s}
                           for s in ev.get("slices") or [{"accuracy": ev["accuracy"], "graded": ev["graded"]}])
         head_task = self.tasks[0]
+        test_time = time.perf_counter() - begin
         self.metrics.update(
             accuracy=test["accuracy"], loss=test["loss"], graded=test["graded"], majority_rate=majority_rate(data["test"]),
             context_chance=head_task.context_chance(data["test"]), chance_rule=head_task.chance_rule,
             val_accuracy=self.best["accuracy"], best_step=self.best["step"], steps=step, budget_steps=self.total_steps,
             **convergence(self.history, self.total_steps, train.target_accuracy), train_loss=self.loss_value,
-            train_time_s=train_time, steps_per_s=step / max(train_time, 1e-9), slices=slices,
+            train_time_s=train_time, steps_per_s=(step - self.start_step) / max(train_time, 1e-9), slices=slices,
+            time_eval_s=self.eval_time, time_steps_s=train_time - self.eval_time, time_test_s=test_time,
             state_bytes_fp32=state_size(model, self.seq_len)["bytes"])
         self.test = data["test"]
         self.status, self.finished = Status.DONE, True
+        if self.branched is not None:
+            branch.consumed(self.branched)
         self.release()
 
     def fail(self, exc: Exception) -> None:
@@ -320,7 +355,7 @@ class TrainingState:
         return Trained(record, self.model, self.test)
 
 
-def progress_bar(total: int, show: bool, desc: str):
+def progress_bar(total: int, show: bool, desc: str, initial: int = 0):
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, disable=not show, desc=desc, leave=False, dynamic_ncols=True)
+    return tqdm(total=total, initial=initial, disable=not show, desc=desc, leave=False, dynamic_ncols=True)

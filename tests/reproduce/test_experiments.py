@@ -57,38 +57,56 @@ def test_an_experiment_is_one_new_file(tmp_path):
     checkout stays untouched) appears in `reproduce --list` and is judged, with nothing else edited."""
     (tmp_path / "throwaway_finding.py").write_text(THROWAWAY)
     script = textwrap.dedent(f"""
-        import sys
         import evalsuite.reproduce.experiments as package
         package.__path__.append({str(tmp_path)!r})
         from evalsuite.cli import main
-        main(sys.argv[1:], standalone_mode=False)
+        for args in (["reproduce", "--list"], ["reproduce", "throwaway-finding", "--store", {str(tmp_path / "s.db")!r}]):
+            main(args, standalone_mode=False)
     """)
-    listed = subprocess.run([sys.executable, "-c", script, "reproduce", "--list"], capture_output=True, text=True,
-                            timeout=120, cwd=tmp_path)
-    assert listed.returncode == 0, listed.stderr
-    assert "throwaway-finding  (a test)" in listed.stdout and "A finding that one new file adds." in listed.stdout
-    judged = subprocess.run([sys.executable, "-c", script, "reproduce", "throwaway-finding", "--store",
-                             str(tmp_path / "s.db")], capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert judged.returncode == 0, judged.stderr
-    assert "throwaway-finding INCONCLUSIVE  (a throwaway experiment judges nothing)" in judged.stdout
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "throwaway-finding  (a test)" in out.stdout and "A finding that one new file adds." in out.stdout
+    assert "throwaway-finding INCONCLUSIVE  (a throwaway experiment judges nothing)" in out.stdout
     assert "throwaway-finding" not in CliRunner().invoke(main, ["reproduce", "--list"]).output  # only where added
 
 
-def test_escalation_runs_shared_by_two_experiments_count_for_both(tmp_path):
-    """Two experiments that need the same extra run both record it (else the second one would ask
-    for it again forever)."""
+def test_experiments_escalate_together_and_a_shared_run_counts_for_both(tmp_path):
+    """Two experiments whose cells need the same second seed: one escalation round runs it once
+    (the invocation's experiments escalate together), and each experiment's runs include it."""
+    from evalsuite.reproduce.cells import Cell
+    from evalsuite.reproduce.experiment import Experiment
+    from evalsuite.reproduce.runner import experiment_runs, run_experiments
     from evalsuite.store import Store
 
     store = Store(tmp_path / "s.db")
-    point = sweeps.expand(sweeps.SweepSpec(base={"task": "recall", "model": "softmax", "preset": "tiny"}))[0]
-    store.finish(RunRecord(run_id=point.run_id, config=point.config.as_dict(), status="done", metrics={"accuracy": 1.0}))
-    for name in ("reproduce-a-cpu-escalation", "reproduce-b-cpu-escalation"):
-        out = sweeps.run_configs([point.config], name=name, store=store, echo=lambda *_: None)
-        assert out["ran"] == 0
-    names = {s["name"] for s in store.sweeps()}
-    assert {"reproduce-a-cpu-escalation", "reproduce-b-cpu-escalation"} <= names
-    for s in store.sweeps():
-        assert store.sweep_runs(s["sweep_id"])[1] == [point.run_id]
+    spec = {"base": {"task": "recall", "model": "softmax", "preset": "tiny"}, "grid": {"train.lr": [1e-3, 3e-3, 1e-2]}}
+
+    def cells(runs, p):
+        return [Cell.of(runs, "softmax", model__name="softmax")]
+
+    def verdict(runs, probes, p, judge):
+        return judge.inconclusive([], "")
+
+    a, b = (Experiment(name, "x", "a test", verdict, {"cpu": {}, "paper": {}}, {"cpu": 1, "paper": 1},
+                       specs={"cpu": spec}, cells=cells) for name in ("exp-a", "exp-b"))
+    calls = []
+
+    def run(points, name, spec_):  # stands in for the executor: records the runs as done at chance
+        calls.append((name, sorted(p.run_id for p in points)))
+        for p in points:
+            store.finish(RunRecord(run_id=p.run_id, config=p.config.as_dict(), status="done",
+                                   metrics={"accuracy": 1.0, "val_accuracy": 1.0, "context_chance": 0.25}))
+        return {}
+
+    run_experiments([a, b], "cpu", store, run, echo=lambda *_: None)
+    assert [name for name, _ in calls] == ["reproduce-cpu", "reproduce-cpu-escalation-1"]
+    assert len(calls[0][1]) == 3 and len(calls[1][1]) == 1  # the second seed at the best rate, once
+    second_seed = calls[1][1][0]
+    for exp in (a, b):
+        assert second_seed in {r.run_id for r in experiment_runs(exp, "cpu", store)}
+    calls.clear()
+    run_experiments([a, b], "cpu", store, run, echo=lambda *_: None)  # resumed: nothing left to escalate
+    assert [name for name, _ in calls] == ["reproduce-cpu"]
 
 
 def test_frontier_sweep_file_is_the_experiments_sweep(repo_root):

@@ -26,7 +26,7 @@ def configs(model="linear", lrs=(1e-3, 1e-2), seeds=(0, 1), feature_map=None, **
                         overrides={**TINY, **overrides, "train.lr": lr}) for lr in lrs for s in seeds]
 
 
-def assert_same_run(grouped, alone):
+def assert_same_run(grouped, alone, batched=True):
     g, a = grouped.record, alone.record
     assert g.run_id == a.run_id and g.status == a.status == "done"
     for key in ("steps", "best_step", "budget_steps", "stopped", "graded"):
@@ -37,7 +37,7 @@ def assert_same_run(grouped, alone):
     for hg, ha in zip(g.history, a.history):
         for key in ("train_loss", "val_loss", "lr"):
             assert hg[key] == pytest.approx(ha[key], rel=1e-3, abs=1e-4), (key, hg["step"])
-    assert g.metrics["group_size"] >= 2 and "group_size" not in a.metrics
+    assert "group_size" not in a.metrics and (g.metrics["group_size"] >= 2 if batched else "group_size" not in g.metrics)
     assert set(grouped.model.state_dict()) == set(alone.model.state_dict())
     # weights as a whole: Adam divides by sqrt(v), so an element whose gradient is ~0 (a rarely
     # used embedding row) may step by +-lr on the sign of a rounding difference
@@ -124,14 +124,13 @@ def test_plan_groups_by_key_and_spreads_over_workers():
     soft = configs("softmax", lrs=(1e-3,))                        # 2 points, another key
     compiled = [resolve("recall", "linear", preset="tiny", overrides={"train.compile": True})]
     points = lin + soft + compiled
-    assert plan(points, "off", gpu=True) == [[i] for i in range(11)]
-    assert plan(points, "auto", gpu=False) == [[i] for i in range(11)]  # CPU: measured slower grouped
-    assert plan(points, "auto", gpu=True) == plan(points, "on", gpu=False)
-    assert plan(points, "on", gpu=True, slots=1) == [list(range(8)), [8, 9], [10]]
-    assert plan(points, "on", gpu=True, slots=2) == [[0, 1, 2, 3, 4, 5], [6, 7], [8, 9], [10]]
+    assert plan(points, "off") == [[i] for i in range(11)]
+    assert plan(points, "auto") == plan(points, "on")  # the worker then times both ways (train.group.pays)
+    assert plan(points, "on", slots=1) == [list(range(8)), [8, 9], [10]]
+    assert plan(points, "on", slots=2) == [[0, 1, 2, 3, 4, 5], [6, 7], [8, 9], [10]]
     many = configs("linear", lrs=[1e-3 * (1 + i) for i in range(10)])  # 20 points: never above MAX_GROUP
-    assert max(len(u) for u in plan(many, "on", gpu=True)) == MAX_GROUP
-    for units in (plan(points, "on", gpu=True, slots=s) for s in (1, 2, 3, 11)):
+    assert max(len(u) for u in plan(many, "on")) == MAX_GROUP
+    for units in (plan(points, "on", slots=s) for s in (1, 2, 3, 11)):
         assert sorted(i for u in units for i in u) == list(range(11))
         assert all(len({tg.group_key(points[i]) for i in u}) == 1 for u in units)
 
@@ -176,3 +175,30 @@ def test_a_group_whose_worker_dies_is_retried_one_run_at_a_time(tmp_path):
     assert out.exit_code == 0, out.output
     rows = Store(store).runs()
     assert len(rows) == 2 and all(r.status == "done" and "group_size" not in r.metrics for r in rows)
+
+
+@pytest.mark.parametrize("grouped", [True, False], ids=["batched-faster", "alone-faster"])
+def test_auto_trains_the_faster_way_and_says_which(monkeypatch, grouped):
+    """``decide`` (``--group auto``): a few timed steps choose; either way each member ends as it
+    would alone, and its record keeps the timing that chose."""
+    real = tg.pays
+    monkeypatch.setattr(tg, "pays", lambda members: {**real(members), "grouped": grouped})
+    cs = configs("linear", lrs=(1e-3,))
+    out = tg.train_group(cs, CPU, decide=True)
+    for c, g in zip(cs, out):
+        calibration = g.record.metrics["group_calibration"]
+        assert calibration["grouped"] is grouped and calibration["alone_steps_per_s"] > 0
+        assert_same_run(g, train_one(c, CPU), batched=grouped)
+
+
+def test_timing_the_two_ways_leaves_the_members_untouched():
+    cs = configs("linear", lrs=(1e-3,))
+    members = [tg.TrainingState(c, CPU) for c in cs]
+    for m in members:
+        m.prepare()
+    before = [{k: v.clone() for k, v in m.model.state_dict().items()} for m in members]
+    rng = torch.get_rng_state()
+    tg.pays(members)
+    assert torch.equal(rng, torch.get_rng_state())
+    for m, state in zip(members, before):
+        assert all(torch.equal(v, m.model.state_dict()[k]) for k, v in state.items()) and m.step == 0

@@ -1,0 +1,87 @@
+"""Branch points: a longer budget starts where a shorter run of the same trajectory left off.
+
+Two runs that differ only in their budget (``train.epochs``), with the same peak rate and the same
+warm-up in steps (``train.warmup_steps``), take identical steps (same initialisation, data order,
+rates, evaluations and checkpoints) until the shorter one's schedule leaves the peak rate
+(``TrainConfig.branch_step``: where a wsd decay begins). The shorter run saves its whole training
+state there; the longer run, instead of repeating those steps, loads it and goes on. Its record is
+the from-scratch run's within float rounding (tests/train/test_branch.py) and has the same run id:
+the store cannot tell them apart, and ``metrics.branched_from`` says which it was.
+
+Snapshots live in ``<cache>/branches/<trajectory>/<step>.pt``, about 1 MB for the default model. A
+snapshot is deleted once a run has branched from it and finished; deleting the folder costs only
+the steps a branch would have saved.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+from evalsuite.config import RunConfig, run_id
+from evalsuite.files import atomic_write
+
+FOLDER = "branches"
+
+
+def trajectory(config: RunConfig, total_steps: int) -> str:
+    """What a run's steps up to its branch point depend on: everything but the budget and how the
+    schedule ends (the warm-up enters as the number of steps it takes)."""
+    data = config.as_dict()
+    train = {k: v for k, v in data["train"].items() if k not in ("epochs", "warmup_frac", "warmup_steps", "decay_frac")}
+    return run_id({**data, "train": {**train, "warmup": config.train.warmup(total_steps)}})
+
+
+def folder(cache_dir, config: RunConfig, total_steps: int) -> Path | None:
+    """Where this run's trajectory keeps its snapshots (None without a cache or a branch point)."""
+    if not cache_dir or config.train.branch_step(total_steps) is None:
+        return None
+    return Path(cache_dir) / FOLDER / trajectory(config, total_steps)
+
+
+def latest(where: Path | None, up_to: int) -> Path | None:
+    """The snapshot with the most steps, at most ``up_to``."""
+    if where is None or not where.is_dir():
+        return None
+    steps = [int(p.stem) for p in where.glob("*.pt") if p.stem.isdigit() and int(p.stem) <= up_to]
+    return where / f"{max(steps)}.pt" if steps else None
+
+
+def save(state, where: Path) -> None:
+    """Write ``state``'s (a ``TrainingState``) training state at its current step, atomically."""
+    snapshot = {
+        "run_id": state.config.run_id, "step": state.step, "model": state.model.state_dict(),
+        "optimizer": state.optimizer.state_dict(), "shuffle": state.shuffle.get_state(), "order": state.order.cpu(),
+        "rng": state.rng, "history": state.history, "best": state.best, "evals_without_gain": state.evals_without_gain,
+        "losses": [float(x) for x in state.losses], "loss_value": state.loss_value,
+    }
+    where.mkdir(parents=True, exist_ok=True)
+    atomic_write(where / f"{state.step}.pt", lambda f: torch.save(snapshot, f))
+
+
+def restore(state, path: Path) -> None:
+    """Put a snapshot's training state into ``state`` (prepared: data, model, optimizer, schedule)."""
+    snapshot = torch.load(path, map_location=state.device, weights_only=False)
+    state.model.load_state_dict(snapshot["model"])
+    state.optimizer.load_state_dict(snapshot["optimizer"])
+    step = snapshot["step"]
+    state.schedule.last_epoch = step
+    for group, base, factor in zip(state.optimizer.param_groups, state.schedule.base_lrs, state.schedule.lr_lambdas):
+        group["lr"] = base * factor(step)
+    state.schedule._last_lr = [g["lr"] for g in state.optimizer.param_groups]
+    state.shuffle.set_state(snapshot["shuffle"])
+    state.order = snapshot["order"].to(state.staged.inputs.device)
+    state.rng, state.history, state.best = snapshot["rng"], snapshot["history"], snapshot["best"]
+    state.evals_without_gain, state.loss_value = snapshot["evals_without_gain"], snapshot["loss_value"]
+    state.losses = [torch.tensor(x, device=state.device) for x in snapshot["losses"]]
+    state.step = step
+    state.metrics.update(branched_from=snapshot["run_id"], branched_from_step=step)
+
+
+def consumed(path: Path) -> None:
+    """A run branched from ``path`` and finished: the snapshot has done its work."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

@@ -1,0 +1,61 @@
+"""A longer budget branched from a shorter run's saved state equals the same run trained from
+scratch (``train.branch``): same history, checkpoint and test figures within float rounding, and
+the same run id. Runs at another rate, warm-up or schedule never branch."""
+import pytest
+import torch
+
+from evalsuite.resolve import resolve
+from evalsuite.train import branch, train_one
+
+CPU = torch.device("cpu")
+BASE = {"train.warmup_steps": 2, "train.eval_every": 3, "train.epochs": 4}  # tiny: 8 steps an epoch, decay at step 26
+
+
+def config(**overrides):
+    return resolve("recall", "linear", preset="tiny", overrides={**BASE, **overrides})
+
+
+def assert_same_record(a, b):
+    assert a.status == b.status == "done"
+    for key in ("steps", "best_step", "graded", "budget_steps", "stopped"):
+        assert a.metrics[key] == b.metrics[key], key
+    for key in ("accuracy", "val_accuracy", "loss", "train_loss"):
+        assert a.metrics[key] == pytest.approx(b.metrics[key], rel=1e-5, abs=1e-6), key
+    assert [h["step"] for h in a.history] == [h["step"] for h in b.history]
+    for ha, hb in zip(a.history, b.history):
+        for key in ("train_loss", "val_loss", "val_accuracy", "lr"):
+            assert ha[key] == pytest.approx(hb[key], rel=1e-5, abs=1e-6), (ha["step"], key)
+
+
+def test_a_longer_budget_branched_from_the_shorter_run_equals_it_trained_from_scratch(tmp_path):
+    base = train_one(config(), CPU, cache_dir=tmp_path)
+    assert base.record.metrics["stopped"] == "budget"  # it reached its decay, where it saved its state
+    snapshots = list((tmp_path / branch.FOLDER).rglob("*.pt"))
+    assert [p.name for p in snapshots] == ["26.pt"]
+
+    longer = config(**{"train.epochs": 16})
+    branched = train_one(longer, CPU, cache_dir=tmp_path).record
+    scratch = train_one(longer, CPU).record  # no cache: from the first step
+    assert branched.metrics["branched_from"] == base.record.run_id and branched.metrics["branched_from_step"] == 26
+    assert "branched_from" not in scratch.metrics
+    assert branched.run_id == scratch.run_id == longer.run_id and branched.config == scratch.config
+    assert_same_record(branched, scratch)
+    assert not snapshots[0].exists()  # consumed: the branched run finished
+    # the steps before the branch point are the shorter run's own
+    assert [h["val_accuracy"] for h in branched.history if h["step"] <= 24] == \
+           [h["val_accuracy"] for h in base.record.history if h["step"] <= 24]
+
+
+@pytest.mark.parametrize("change", [{"train.lr": 0.01}, {"train.warmup_steps": 3}, {"train.schedule": "cosine"}],
+                         ids=["another-rate", "another-warmup", "cosine"])
+def test_runs_that_do_not_share_the_trajectory_start_fresh(tmp_path, change):
+    train_one(config(), CPU, cache_dir=tmp_path)
+    other = train_one(config(**{"train.epochs": 16, **change}), CPU, cache_dir=tmp_path).record
+    assert other.status == "done" and "branched_from" not in other.metrics
+
+
+def test_warmup_steps_is_a_late_field_and_a_fraction_warms_up_in_proportion():
+    plain = resolve("recall", "linear", preset="tiny")
+    assert "warmup_steps" not in plain.as_dict()["train"]  # ids of runs without it are unchanged
+    assert plain.train.warmup(1000) == 50 and config().train.warmup(1000) == 2
+    assert config().train.branch_step(32) == 26 and config(**{"train.schedule": "cosine"}).train.branch_step(32) is None
