@@ -42,7 +42,6 @@ def main() -> None:
     from evalsuite import reproduce, sweep
     from evalsuite.cli import main as cli
     from evalsuite.reports import builder
-    from evalsuite.reproduce import runner
     from evalsuite.store import Store
 
     driver: dict[str, float] = defaultdict(float)
