@@ -37,6 +37,8 @@ def main() -> None:
     parser.add_argument("--group", default="off")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--out", default=None, help="also write the tables to this Markdown file")
+    parser.add_argument("--cells-only", action="store_true",
+                        help="run nothing: print the cost of each cell from what the store holds")
     args = parser.parse_args()
 
     from evalsuite import reproduce, sweep
@@ -44,6 +46,9 @@ def main() -> None:
     from evalsuite.reports import builder
     from evalsuite.store import Store
 
+    if args.cells_only:
+        print("\n".join(cell_costs(args.names, Store(args.store))))
+        return
     driver: dict[str, float] = defaultdict(float)
 
     @contextmanager
@@ -105,11 +110,35 @@ def main() -> None:
               f"({sum(r.metrics.get('steps') or 0 for r in unread):,} steps)"
               + (": " + ", ".join(f"{r.model} lr {r.lr:g} seed {r.seed} epochs {r.config['train']['epochs']:g}"
                                   for r in unread[:10]) if unread else "") + "."]
+    lines += [""] + cell_costs(args.names, store)
     text = "\n".join(lines)
     print(text)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text + "\n")
+
+
+def cell_costs(names: list[str], store) -> list[str]:
+    """What each cell a verdict reads cost: its runs (every rate, seed and budget the store holds
+    for it), their training steps and worker-seconds."""
+    from evalsuite import reproduce
+
+    lines = ["| experiment | cell | runs | steps | worker-seconds |", "|---|---|---:|---:|---:|"]
+    total_steps = total_seconds = 0.0
+    seen: set[str] = set()
+    for exp in reproduce.select(names):
+        if exp.cells is None:
+            continue
+        for cell in exp.cells(reproduce.experiment_runs(exp, "cpu", store), exp.params["cpu"]):
+            steps = sum(r.metrics.get("steps", 0) - r.metrics.get("branched_from_step", 0) for r in cell.runs)
+            seconds = sum(r.metrics.get("wall_time_s", 0.0) for r in cell.runs)
+            lines.append(f"| {exp.name} | {cell.label} | {len(cell.runs)} | {steps:,} | {seconds:,.0f} |")
+            fresh = [r for r in cell.runs if r.run_id not in seen]
+            seen |= {r.run_id for r in fresh}
+            total_steps += sum(r.metrics.get("steps", 0) - r.metrics.get("branched_from_step", 0) for r in fresh)
+            total_seconds += sum(r.metrics.get("wall_time_s", 0.0) for r in fresh)
+    lines.append(f"| all | (each run counted once) | {len(seen)} | {total_steps:,.0f} | {total_seconds:,.0f} |")
+    return lines
 
 
 if __name__ == "__main__":

@@ -38,8 +38,9 @@ def decayed_attention(q, k, v, log_g, *, mode: str = "chunk", initial_state=None
         dtype = torch.promote_types(q.dtype, torch.float32)
         q, k, v, log_g = (x.to(dtype) for x in (q, k, v, log_g))
         B, H, T, dk = k.shape
-        state = k.new_zeros(B, H, dk, v.shape[-1]) if initial_state is None else initial_state.to(dtype)
+        state = None if initial_state is None else initial_state.to(dtype)  # None: zero (skipped in the chunk form)
         if mode == "recurrent":
+            state = k.new_zeros(B, H, dk, v.shape[-1]) if state is None else state
             outs = []
             for t in range(T):
                 o, state = decayed_step(q[:, :, t], k[:, :, t], v[:, :, t], log_g[:, :, t], state)
@@ -47,7 +48,7 @@ def decayed_attention(q, k, v, log_g, *, mode: str = "chunk", initial_state=None
             out = torch.stack(outs, dim=2)
         else:
             kind = "vector" if log_g.dim() == 4 else "scalar"
-            out, state = _decayed_chunk(q, k, v, log_g, state, chunk_size or DEFAULT_CHUNK[kind])
+            out, state = _decayed_chunk(q, k, v, log_g, state, chunk_size or DEFAULT_CHUNK[kind], need_state=return_state)
     out = out.to(out_dtype)
     return (out, state) if return_state else out
 
@@ -60,7 +61,9 @@ def decayed_step(q, k, v, log_g, state):
     return (q[..., None, :] @ state).squeeze(-2), state                     # o = S^T q: [B, H, dv]
 
 
-def _decayed_chunk(q, k, v, log_g, state, chunk_size):
+def _decayed_chunk(q, k, v, log_g, state, chunk_size, need_state: bool = True):
+    """The chunk form (module docstring). ``state`` None is the zero state: the first chunk reads
+    nothing from it, and without ``need_state`` the state after the last chunk is not formed."""
     B, H, T, dk = k.shape
     C = min(chunk_size, T)
     pad = (-T) % C
@@ -79,16 +82,21 @@ def _decayed_chunk(q, k, v, log_g, state, chunk_size):
         diff = b[..., :, None, :] - b[..., None, :, :]                       # [B, H, n, C, C, dk]
         decay = torch.exp(diff.masked_fill(~causal[..., None], -math.inf))
         A = torch.einsum("bhntd,bhnsd,bhntsd->bhnts", q, k, decay)          # [B, H, n, C, C]
+    intra = A @ v                                                            # [B, H, n, C, dv]
+    if state is None and n == 1 and not need_state:  # one chunk from the zero state: nothing carried
+        return intra.reshape(B, H, C, -1)[:, :, :T], None
     q_in = q * torch.exp(b)                                                  # decay from the chunk's start to t
     k_out = k * torch.exp(b[..., -1:, :] - b)                                # decay from j to the chunk's end
     chunk_decay = torch.exp(b[..., -1, :])[..., None]                        # e^{b_C}: [B, H, n, 1 or dk, 1]
-    intra = A @ v                                                            # [B, H, n, C, dv]
     outs = []
     # unbind once: indexing chunk c of a tensor inside the loop would make each step's backward
     # allocate a gradient the size of the whole tensor (quadratic in T)
-    for q_c, intra_c, decay_c, k_c, v_c in zip(*(x.unbind(2) for x in (q_in, intra, chunk_decay, k_out, v))):
-        outs.append(q_c @ state + intra_c)
-        state = decay_c * state + k_c.transpose(-1, -2) @ v_c
+    for c, (q_c, intra_c, decay_c, k_c, v_c) in enumerate(zip(*(x.unbind(2) for x in (q_in, intra, chunk_decay, k_out, v)))):
+        outs.append(intra_c if state is None else q_c @ state + intra_c)
+        if c == n - 1 and not need_state:
+            break
+        write = k_c.transpose(-1, -2) @ v_c
+        state = write if state is None else decay_c * state + write
     out = torch.stack(outs, dim=2).reshape(B, H, n * C, -1)[:, :, :T]       # [B, H, n, C, dv] -> [B, H, T, dv]
     return out, state
 

@@ -131,6 +131,8 @@ def _linear_chunk(phi_q, phi_k, v, chunk_size):
     Zero-padded keys add nothing to the state, so any T works."""
     B, H, T, m = phi_k.shape
     C = min(chunk_size, T)
+    if C == T:  # one chunk: no state before it, so only the masked attention inside it (the same sums)
+        return (phi_q @ phi_k.transpose(-1, -2)).tril() @ v
     q, k, vv = (_pad_time(x, C) for x in (phi_q, phi_k, v))
     n = q.shape[2] // C
     q, k, vv = (x.reshape(B, H, n, C, x.shape[-1]) for x in (q, k, vv))
@@ -168,8 +170,9 @@ def delta_rule(q, k, v, beta, *, mode: str = "chunk", initial_state=None, return
         q, k, v, beta = (x.to(dtype) for x in (q, k, v, beta))
         log_alpha = None if log_alpha is None else log_alpha.to(dtype)
         B, H, T, dk = k.shape
-        state = (k.new_zeros(B, H, dk, v.shape[-1]) if initial_state is None else initial_state.to(dtype))
+        state = None if initial_state is None else initial_state.to(dtype)  # None: zero (skipped in the chunked form)
         if mode == "recurrent":
+            state = k.new_zeros(B, H, dk, v.shape[-1]) if state is None else state
             outs = []
             for t in range(T):
                 gate = None if log_alpha is None else log_alpha[:, :, t]
@@ -177,12 +180,12 @@ def delta_rule(q, k, v, beta, *, mode: str = "chunk", initial_state=None, return
                 outs.append(o)
             out = torch.stack(outs, dim=2)
         else:
-            out, state = _delta_chunk(q, k, v, beta, state, chunk_size, log_alpha)
+            out, state = _delta_chunk(q, k, v, beta, state, chunk_size, log_alpha, need_state=return_state)
     out = out.to(out_dtype)
     return (out, state) if return_state else out
 
 
-def _delta_chunk(q, k, v, beta, state, chunk_size, log_alpha=None):
+def _delta_chunk(q, k, v, beta, state, chunk_size, log_alpha=None, need_state: bool = True):
     """The delta rule chunk by chunk, in the WY form (Yang et al. 2024, "Parallelizing linear
     transformers with the delta rule over sequence length"); ``delta_rule(mode="recurrent")`` is the
     reference it is tested against.
@@ -215,7 +218,10 @@ def _delta_chunk(q, k, v, beta, state, chunk_size, log_alpha=None):
 
     Gates enter only through ratios G_t / G_j <= 1 (j <= t) and G_C / G_j, never by dividing by a
     small product, and the cumulative log-gates stay in float32. Padding the last chunk with
-    beta = 0 and k = 0 (and gate 1) writes nothing and changes no output."""
+    beta = 0 and k = 0 (and gate 1) writes nothing and changes no output.
+
+    ``state`` None is the zero state: the first chunk then skips the products with it (they are
+    zero), and without ``need_state`` the state after the last chunk is not formed at all."""
     B, H, T, dk = k.shape
     C = min(chunk_size, T)
     pad = (-T) % C
@@ -239,16 +245,26 @@ def _delta_chunk(q, k, v, beta, state, chunk_size, log_alpha=None):
         decay_to_end = (g[..., -1:] - g).exp()[..., None]                   # G_C / G_j: [B, H, n, C, 1]
         chunk_decay = g[..., -1].exp()[..., None, None]                     # G_C: [B, H, n, 1, 1]
     system = eye + beta * kk                                               # I + A
-    w = torch.linalg.solve_triangular(system, beta * k_w, upper=False, unitriangular=True)  # (2): [B, H, n, C, dk]
     u = torch.linalg.solve_triangular(system, beta * v, upper=False, unitriangular=True)    # (2): [B, H, n, C, dv]
+    ws = [None] * n  # w only ever multiplies a carried state: none in one chunk from the zero state
+    if state is not None or n > 1:
+        ws = torch.linalg.solve_triangular(system, beta * k_w, upper=False, unitriangular=True).unbind(2)  # (2): w
     outs = []
     # unbind once: indexing chunk c inside the loop would make each step's backward allocate a
     # gradient the size of the whole tensor (quadratic in T)
     k_end = k if log_alpha is None else k * decay_to_end                      # K * (G_C / G)
     decays = chunk_decay.unbind(2) if log_alpha is not None else [None] * n
-    for u_c, w_c, q_c, attn_c, k_c, decay_c in zip(*(x.unbind(2) for x in (u, w, q_in, attn, k_end)), decays):
+    for c, (u_c, w_c, q_c, attn_c, k_c, decay_c) in enumerate(
+            zip(u.unbind(2), ws, *(x.unbind(2) for x in (q_in, attn, k_end)), decays)):
+        if state is None:  # the zero state: U = u, O = (tril(Q K^T) * Gamma) U
+            outs.append(attn_c @ u_c)
+            if c < n - 1 or need_state:
+                state = k_c.transpose(-1, -2) @ u_c  # S_C = K^T U (the decay G_C / G is in k_end)
+            continue
         u_c = u_c - w_c @ state  # U = u - w S_0: the pseudo-values given the carried state
         outs.append(q_c @ state + attn_c @ u_c)  # O = diag(G) Q S_0 + (tril(Q K^T) * Gamma) U
+        if c == n - 1 and not need_state:
+            break
         if decay_c is None:
             state = state + k_c.transpose(-1, -2) @ u_c  # S_C = S_0 + K^T U
         else:

@@ -38,6 +38,18 @@ def test_matches_naive_loop_with_initial_state(kind, T, C, mode):
     assert torch.allclose(got, want, atol=1e-10) and torch.allclose(state, want_state, atol=1e-10)
 
 
+@pytest.mark.parametrize("kind, T, C", CASES + [("scalar", 16, 16), ("vector", 8, 16)],
+                         ids=[f"{k}-T{t}-C{c}" for k, t, c in CASES + [("scalar", 16, 16), ("vector", 8, 16)]])
+def test_from_the_zero_state_matches_naive_loop(kind, T, C):
+    """No initial state: the chunk form skips what the zero state contributes (and, unless asked,
+    the last state), with the naive loop's outputs and state."""
+    q, k, v, log_g, s0 = inputs(kind, T)
+    want, want_state = naive(q, k, v, log_g, torch.zeros_like(s0))
+    got, state = decayed_attention(q, k, v, log_g, return_state=True, chunk_size=C)
+    assert torch.allclose(got, want, atol=1e-10) and torch.allclose(state, want_state, atol=1e-10)
+    assert torch.allclose(decayed_attention(q, k, v, log_g, chunk_size=C), want, atol=1e-10)
+
+
 @pytest.mark.parametrize("kind", ["scalar", "vector"])
 def test_strong_decay_stays_finite_and_exact(kind):
     q, k, v, log_g, s0 = inputs(kind, 45, strong=True)  # products of gates down to e^-1000: never divided by

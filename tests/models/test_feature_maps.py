@@ -131,3 +131,19 @@ def test_hedgehog_starts_at_identity_inside_a_model():
 def test_identity_map_refuses_the_z_denominator():
     with pytest.raises(ValueError, match="can be negative"):
         models.build("linear", vocab_size=20, d_model=16, n_layers=1, n_heads=1, max_len=8, feature_map="identity")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=["fp32", "fp64", "bf16"])
+def test_elu1_has_the_composed_forms_values_and_gradients_bit_for_bit(dtype):
+    """elu1's own backward (min(phi, 1)) against autograd through relu(x) + exp(min(x, 0)),
+    including 0, -0 and values far out on both sides; and under vmap (grouped training)."""
+    elu1 = fm.get("elu1", 4)
+    x = torch.cat([torch.randn(500, dtype=dtype) * 5, torch.tensor([0.0, -0.0, -50.0, 30.0], dtype=dtype)])
+    x.requires_grad_()
+    g = torch.randn_like(x)
+    composed = torch.relu(x) + torch.exp(torch.clamp(x, max=0))
+    ours = elu1(x)
+    assert torch.equal(ours, composed)
+    assert torch.equal(torch.autograd.grad(ours, x, g)[0], torch.autograd.grad(composed, x, g)[0])
+    batched = torch.func.vmap(elu1)(x.detach().reshape(4, -1))
+    assert torch.equal(batched, composed.detach().reshape(4, -1))

@@ -184,3 +184,28 @@ def test_negative_eigenvalues_flip_the_state():
     along = k[0, 0, 0] @ s0[0, 0]
     torch.testing.assert_close(k[0, 0, 0] @ once[0, 0], -along)
     torch.testing.assert_close(twice, s0)
+
+
+@pytest.mark.parametrize("T, C", [(8, 8), (8, 16), (13, 4), (16, 4)], ids=["one-chunk", "shorter-than-a-chunk",
+                                                                            "ragged-chunks", "whole-chunks"])
+@pytest.mark.parametrize("gated", [False, True], ids=["plain", "gated"])
+def test_delta_rule_from_the_zero_state_matches_the_naive_loop(T, C, gated):
+    """Without an initial state the chunked form skips the products with the (zero) state and,
+    unless asked for it, the last state: the outputs and the state are the naive loop's."""
+    q, k, v = unit(rand(2, 2, T, 4)), unit(rand(2, 2, T, 4)), rand(2, 2, T, 3)
+    beta = torch.rand(2, 2, T, dtype=torch.float64)
+    log_alpha = -torch.rand(2, 2, T, dtype=torch.float64) / 4 if gated else None
+    ref_out, ref_state = naive_delta(q, k, v, beta, torch.zeros(2, 2, 4, 3, dtype=torch.float64),
+                                     None if log_alpha is None else log_alpha.exp())
+    out, state = ops.delta_rule(q, k, v, beta, chunk_size=C, return_state=True, log_alpha=log_alpha)
+    torch.testing.assert_close(out, ref_out, rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(state, ref_state, rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(ops.delta_rule(q, k, v, beta, chunk_size=C, log_alpha=log_alpha), ref_out,
+                               rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("T, C", [(8, 8), (8, 64)], ids=["one-chunk", "shorter-than-a-chunk"])
+def test_linear_attention_in_one_chunk_matches_the_naive_loop(T, C):
+    q, k, v = rand(2, 2, T, 4), rand(2, 2, T, 4), rand(2, 2, T, 3)
+    torch.testing.assert_close(ops.linear_attention(q, k, v, chunk_size=C), naive_linear(q, k, v, 1e-6),
+                               rtol=1e-10, atol=1e-10)
