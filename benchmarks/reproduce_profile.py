@@ -89,7 +89,7 @@ def main() -> None:
         seconds = sum(r.metrics.get(key) or 0.0 for r in runs)
         accounted += seconds
         lines.append(f"| {label} | {seconds:,.0f} | {seconds / capacity:.1%} |")
-    in_runs = sum(r.metrics.get("wall_time_s") or 0.0 for r in runs)
+    in_runs = sum(worker_seconds(r) for r in runs)
     lines.append(f"| inside a run, outside these phases | {max(0.0, in_runs - accounted):,.0f} | "
                  f"{max(0.0, in_runs - accounted) / capacity:.1%} |")
     lines.append(f"| no run: process start-up, scheduling, idle workers | {max(0.0, capacity - in_runs):,.0f} | "
@@ -118,6 +118,12 @@ def main() -> None:
         Path(args.out).write_text(text + "\n")
 
 
+def worker_seconds(run) -> float:
+    """A run's share of a worker's time: its wall time, or, for a member of a group trained batched
+    (whose members' wall times overlap), that divided by the group's size."""
+    return (run.metrics.get("wall_time_s") or 0.0) / (run.metrics.get("group_size") or 1)
+
+
 def cell_costs(names: list[str], store) -> list[str]:
     """What each cell a verdict reads cost: its runs (every rate, seed and budget the store holds
     for it), their training steps and worker-seconds."""
@@ -131,12 +137,12 @@ def cell_costs(names: list[str], store) -> list[str]:
             continue
         for cell in exp.cells(reproduce.experiment_runs(exp, "cpu", store), exp.params["cpu"]):
             steps = sum(r.metrics.get("steps", 0) - r.metrics.get("branched_from_step", 0) for r in cell.runs)
-            seconds = sum(r.metrics.get("wall_time_s", 0.0) for r in cell.runs)
+            seconds = sum(worker_seconds(r) for r in cell.runs)
             lines.append(f"| {exp.name} | {cell.label} | {len(cell.runs)} | {steps:,} | {seconds:,.0f} |")
             fresh = [r for r in cell.runs if r.run_id not in seen]
             seen |= {r.run_id for r in fresh}
             total_steps += sum(r.metrics.get("steps", 0) - r.metrics.get("branched_from_step", 0) for r in fresh)
-            total_seconds += sum(r.metrics.get("wall_time_s", 0.0) for r in fresh)
+            total_seconds += sum(worker_seconds(r) for r in fresh)
     lines.append(f"| all | (each run counted once) | {len(seen)} | {total_steps:,.0f} | {total_seconds:,.0f} |")
     return lines
 

@@ -54,7 +54,7 @@ class LocalExecutor:
         return f"cuda:{slot % self.gpus}" if self.gpus else "cpu"
 
     def run(self, configs: list[RunConfig], incoming: Path) -> Iterator[RunRecord]:
-        pending = {u[0]: u for u in plan(configs, self.group, slots=self.workers)}  # first point -> unit
+        pending = {u[0]: u for u in plan(configs, self.group, slots=self.workers, cuda=bool(self.gpus))}  # first point -> unit
         attempts = {k: 0 for k in pending}
         ctx = mp.get_context("spawn")  # safe with CUDA and threads; workers import torch once
         while pending:

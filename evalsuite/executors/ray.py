@@ -41,7 +41,7 @@ class RayExecutor:
             task = ray.remote(num_cpus=self.threads, num_gpus=self.gpu_fraction if gpus else 0)(run_unit_in_worker)
             device = "cuda" if gpus else "cpu"
             slots = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1) // self.threads))
-            units = [[configs[i] for i in u] for u in plan(configs, self.group, slots=slots)]
+            units = [[configs[i] for i in u] for u in plan(configs, self.group, slots=slots, cuda=bool(gpus))]
             refs = {task.remote(unit, device, self.threads, str(incoming), self.group == "auto"): unit for unit in units}
             while refs:
                 ready, _ = ray.wait(list(refs), num_returns=1)
