@@ -86,6 +86,9 @@ for _name, _kind, _better, _agg, _text in [
     ("context_chance", float, None, "mean", "the task's chance floor (MQAR: 1/D, answering some value of the context)"),
     ("majority_rate", float, None, "mean", "accuracy of always answering the most common test label"),
     ("chance_rule", str, None, "first", "how the chance floor is computed"),
+    ("floor", float, None, "mean", "the best accuracy of a reader with no memory of what the task tests, on the test "
+                                   "split (tasks.readers; fitted readers learn from the training split)"),
+    ("floor_reader", str, None, "first", "the reader that sets the floor"),
     ("graded", int, None, "mean", "graded test positions"),
     ("steps", int, None, "mean", "optimisation steps taken"),
     ("budget_steps", int, None, "first", "steps the budget allowed"),
@@ -176,10 +179,20 @@ class RunRecord(BaseModel):
         return lines[0][:width] if lines else ""
 
 
+def floor_of(metrics: dict) -> float | None:
+    """A run's floor: the best no-memory reader's accuracy (``floor``), or, for a record made before
+    readers existed, the task's chance rule, else the majority rate."""
+    for name in ("floor", "context_chance", "majority_rate"):
+        value = metrics.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    return None
+
+
 def convergence_note(metrics: dict) -> str:
     """One line on how a run ended, for the CLI summary and the reports."""
     stopped, gain = metrics.get("stopped"), metrics.get("last_quarter_gain")
-    acc, floor = metrics.get("accuracy"), metrics.get("context_chance")
+    acc, floor = metrics.get("accuracy"), floor_of(metrics)
     if stopped is None:
         return ""
     if stopped == "target":
@@ -193,7 +206,7 @@ def convergence_note(metrics: dict) -> str:
     note = f"budget spent; validation accuracy flat over its last quarter ({gain:+.3f})" if isinstance(gain, float) else "budget spent"
     if acc is not None and floor is not None and acc < floor + 0.05:
         note += ("; at the chance floor, where MQAR models often plateau and then jump: calling this a failure needs "
-                 "a learning-rate sweep, two seeds and 4x the budget (evalsuite reproduce does that)")
+                 "a learning-rate sweep, three seeds and 4x the budget on each (evalsuite reproduce does that)")
     return note
 
 

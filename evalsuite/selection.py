@@ -1,10 +1,13 @@
 """How a configuration's figure is chosen and stated: one path for the report's summary rows and
 the verdicts of ``evalsuite reproduce`` alike.
 
-Over learning rates, a configuration is read at the rate whose mean validation accuracy over its
-seeds is highest (``records.SELECT_RATE_BY``; never by test accuracy); a tie goes to the smaller
-rate. At that rate its figure is the mean of a metric over the seeds, with the sample standard
-deviation and n beside it, and the per-seed values.
+Over learning rates, a configuration is read at the rate whose mean validation accuracy is
+highest (``records.SELECT_RATE_BY``; never by test accuracy) over the seeds that ran at every rate
+(the *voters*); a tie goes to the smaller rate. So that the choice does not bias the figure, the
+figure is the mean over the seeds at that rate that did **not** vote, when there are any (the
+reproduction sweeps rates on seed 0 and reports seeds 1, 2, 3 at the chosen rate); otherwise
+every seed ran at every rate and the figure is over all of them. Beside the mean: the sample
+standard deviation, n and the per-seed values.
 """
 from __future__ import annotations
 
@@ -25,24 +28,37 @@ def by_rate(runs: Iterable[RunRecord]) -> dict[float, list[RunRecord]]:
     return dict(sorted(out.items()))
 
 
+def voters(runs: Iterable[RunRecord]) -> set[int]:
+    """The seeds with a done run at every rate present: those that choose the rate."""
+    rates = by_rate(runs)
+    seeds = [{r.seed for r in members} for members in rates.values()]
+    return set.intersection(*seeds) if seeds else set()
+
+
 def best_rate(runs: Iterable[RunRecord]) -> float | None:
-    """The rate with the best mean validation accuracy over seeds (ties: the smaller rate); None
-    when no done run has a validation accuracy."""
+    """The rate with the best mean validation accuracy over the voters (ties: the smaller rate);
+    None when no done run has a validation accuracy."""
+    runs = list(runs)
+    chosen_by = voters(runs)
     means = {}
     for lr, members in by_rate(runs).items():
-        values = _values(members, SELECT_RATE_BY)
+        values = _values([r for r in members if r.seed in chosen_by], SELECT_RATE_BY)
         if values:
             means[lr] = statistics.fmean(values)
     return max(means, key=lambda lr: (means[lr], -lr)) if means else None
 
 
 def at_best_rate(runs: Iterable[RunRecord]) -> tuple[float | None, list[RunRecord]]:
-    """``(rate, its done runs)``, seeds ascending."""
+    """``(rate, the runs its figure is read from)``, seeds ascending: the runs at that rate of the
+    seeds that did not choose it, or, when every seed chose it, all of them."""
     runs = list(runs)
     lr = best_rate(runs)
     if lr is None:
         return None, []
-    return lr, sorted(by_rate(runs)[lr], key=lambda r: r.seed)
+    chosen_by = voters(runs)
+    members = sorted(by_rate(runs)[lr], key=lambda r: r.seed)
+    held_out = [r for r in members if r.seed not in chosen_by]
+    return lr, held_out or members
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from evalsuite.config import RunConfig
 from evalsuite.errors import ConfigError, Interrupted, UserError
 from evalsuite.executors.base import incoming_dir, read_result
 from evalsuite.params import MAX_SEED
-from evalsuite.records import RunRecord, Status
+from evalsuite.records import RunRecord, Status, floor_of
 from evalsuite.resolve import resolve
 from evalsuite.store import Store
 
@@ -239,9 +239,12 @@ def run_sweep(spec_path: str | os.PathLike | SweepSpec, *, store: Store, executo
 
 def run_points(points: list[Point], *, name: str, spec: dict, store: Store, executor: str = "local",
                workers: int | None = None, device: str = "auto", retry_failed: bool = False, address: str | None = None,
-               threads: int | None = None, group: str = "auto", echo=print, sid: str | None = None) -> dict:
+               threads: int | None = None, group: str = "auto", echo=print, sid: str | None = None,
+               deadline: float | None = None) -> dict:
     """``group``: auto, on or off: train points that differ only in learning rate and seed together
-    (``executors.grouping``)."""
+    (``executors.grouping``). ``deadline`` (``time.monotonic()``, local executor): no run starts
+    after it; runs in flight finish, and those never started are recorded interrupted, so the next
+    invocation resumes them (a segment of a long reproduction)."""
     from evalsuite.executors import get_executor
 
     runner = get_executor(executor, workers=workers, device=device, address=address, threads=threads,
@@ -260,13 +263,18 @@ def run_points(points: list[Point], *, name: str, spec: dict, store: Store, exec
          + f", {len(todo)} to run")
     if not todo:
         return {"sweep_id": sid, "points": len(points), "ran": 0, "failed": 0}
+    if deadline is not None and time.monotonic() >= deadline:
+        echo(f"sweep {name}: the segment is over; {len(todo)} runs left for the next invocation")
+        return {"sweep_id": sid, "points": len(points), "ran": 0, "failed": 0, "left": len(todo)}
     for p in todo:
         store.start(p.run_id, p.config.as_dict(), {})
     progress = Progress(len(todo), echo)
-    failed = 0
+    failed, finished = 0, set()
+    runner.deadline = deadline
     try:
         for result in runner.run([p.config for p in todo], incoming_dir(store)):
             record(store, result)
+            finished.add(result.run_id)
             failed += not result.ok
             progress.update(result)
     except (KeyboardInterrupt, Interrupted) as exc:
@@ -275,7 +283,11 @@ def run_points(points: list[Point], *, name: str, spec: dict, store: Store, exec
                         "sweep interrupted by " + ("Ctrl-C" if isinstance(exc, KeyboardInterrupt) else "SIGTERM"))
         raise
     progress.close()
-    return {"sweep_id": sid, "points": len(points), "ran": len(todo), "failed": failed}
+    left = [p.run_id for p in todo if p.run_id not in finished]
+    if left:
+        store.interrupt(left, "not started: the segment ended (--segment-minutes); the next invocation runs it")
+        echo(f"sweep {name}: the segment is over; {len(left)} runs left for the next invocation")
+    return {"sweep_id": sid, "points": len(points), "ran": len(finished), "failed": failed, "left": len(left)}
 
 
 class Progress:
@@ -290,10 +302,10 @@ class Progress:
         self.failed += not result.ok
         elapsed = time.perf_counter() - self.start
         eta = elapsed / self.done * (self.total - self.done)
-        acc, floor = result.metric("accuracy"), result.metric("context_chance")
+        acc, floor = result.metric("accuracy"), floor_of(result.metrics)
         detail = result.first_error_line(80)
         if acc is not None:
-            detail = f"accuracy {acc:.4f}" + (f" (chance {floor:.3f})" if floor is not None else "") \
+            detail = f"accuracy {acc:.4f}" + (f" (floor {floor:.3f})" if floor is not None else "") \
                 + (" undertrained" if result.metric("undertrained") else "")
         self.echo(f"[{self.done}/{self.total}] {result.status.value:<8} {result.model} on {result.task} "
                   f"({result.run_id}) {detail}  | {self.failed} failed, {elapsed:.0f} s elapsed, ETA {eta:.0f} s")

@@ -68,15 +68,16 @@ def summarize(runs: list[RunRecord]) -> list[dict]:
         statuses: dict[str, int] = {}
         for r in members:
             statuses[r.status.value] = statuses.get(r.status.value, 0) + 1
-        anchor = max(best, key=lambda r: r.metrics["accuracy"]) if best else members[0]
+        anchor = best[0] if best else members[0]  # the lowest seed at the chosen rate (never picked by test accuracy)
         task = cfg["task"]
         rows.append({
             "anchor": anchor.run_id, "task": task["name"], "seq_len": task.get("seq_len"),
             "pairs": task.get("num_kv_pairs"), "model": model_label(cfg), "d_model": cfg["model"]["d_model"],
             "n_layers": cfg["model"]["n_layers"], "state_size": anchor.metrics.get("state_size"),
             "best_lr": best_lr, "lrs": len(selection.by_rate(done)), "accuracy": acc.mean if acc.n else None,
-            "accuracy_std": acc.std, "accuracy_seeds": list(acc.values), "seeds": acc.n,
-            "chance": _aggregate(best, "context_chance"), "epochs": cfg["train"].get("epochs"),
+            "accuracy_std": acc.std, "val_accuracy": selection.figure(best, "val_accuracy").mean if best else None, "accuracy_seeds": list(acc.values), "seeds": acc.n,
+            "chance": _aggregate(best, "floor") if any("floor" in r.metrics for r in best) else _aggregate(best, "context_chance"),
+            "floor_reader": _aggregate(best, "floor_reader"), "epochs": cfg["train"].get("epochs"),
             "undertrained": _aggregate(best, "undertrained") or 0,
             "runs": len(members), "status": ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())),
             "failed": sum(n for s, n in statuses.items() if s != "done"),
@@ -118,7 +119,7 @@ def _clean(value):
     return value
 
 
-SCALAR_METRICS = ("accuracy", "val_accuracy", "context_chance", "majority_rate", "loss", "steps", "budget_steps",
+SCALAR_METRICS = ("accuracy", "val_accuracy", "floor", "floor_reader", "context_chance", "majority_rate", "loss", "steps", "budget_steps",
                   "best_step", "stopped", "undertrained", "last_quarter_gain", "wall_time_s",
                   "steps_per_s", "parameters", "state_size", "state_bytes_fp32", "seq_len")
 

@@ -13,6 +13,10 @@ from pydantic import ConfigDict
 from evalsuite.params import Params
 
 IGNORE = -100  # target value at positions that are not graded
+# the readers (``tasks.readers``) that keep no memory of what a task tests, unless it says otherwise
+GENERIC_READERS = ("majority", "bigram", "position", "random_context", "most_frequent", "last", "current", "previous",
+                   "first", "elimination", "order")
+FLOOR_WARNING = 0.9  # a configuration whose floor is above this leaves too little room to learn
 
 
 class TaskParams(Params):
@@ -96,6 +100,9 @@ class Task:
     slice_keys: ClassVar[tuple[str, ...]] = ()
     # the task's chance floor, in words (``context_chance`` computes it)
     chance_rule: ClassVar[str] = "majority class: always answer the most common test target"
+    # the readers of ``tasks.readers`` that use no memory of what this task tests (the floor is the
+    # best of them, plus ``own_readers``): a reader that would be the task's own solution is left out
+    readers: ClassVar[tuple[str, ...]] = GENERIC_READERS
 
     def __init__(self, **params):
         self.params = self.Params(**params)
@@ -131,6 +138,17 @@ class Task:
         answer token seen so far at each scored position (MQAR: 1/D); else the majority rate."""
         span = self.answer_tokens()
         return majority_rate(batch) if span is None else context_floor(batch, *span)
+
+    def own_readers(self) -> dict:
+        """Readers particular to this task (name -> ``tasks.readers.Reader``), added to ``readers``."""
+        return {}
+
+    def floor(self, test: Batch, train: Batch | None) -> tuple[float, str, dict[str, float]]:
+        """The best accuracy of a reader with no memory of what this task tests, on ``test``
+        (fitted readers learn from ``train``): ``(floor, reader, every reader's accuracy)``."""
+        from .readers import floor
+
+        return floor(self, test, train)
 
     # --- shared ------------------------------------------------------------------------------
     def generate(self, n: int, seed: int, cache_dir: str | os.PathLike | None = None) -> Batch:

@@ -6,7 +6,17 @@ import torch
 from pydantic import Field
 
 from . import TASKS
-from .base import IGNORE, Batch, Task, TaskParams, sample_distinct
+from .base import GENERIC_READERS, IGNORE, Batch, Task, TaskParams, sample_distinct
+
+
+def _length_reader(x, pos, span, fit):
+    """Knows the word's length from where its first separator (0) stands, so it closes the copy
+    with a separator exactly where the copy ends, and answers a random distinct symbol of the
+    word everywhere else (no memory of which symbol comes where)."""
+    tokens = x.tolist()
+    n = tokens.index(0) if 0 in tokens else len(tokens)
+    word = {t for t in tokens[:n] if span[0] <= t < span[1]}
+    return [{0} if t == 2 * n else set(word) for t in pos.tolist()]
 
 
 class CopyParams(TaskParams):
@@ -31,9 +41,14 @@ class Copy(Task):
     preset_bases = {"paper": "default"}  # model and train settings of each preset not named like a global one
     slice_keys = ("length",)
     chance_rule = "a random symbol of the word (the closing separator counts as missed)"
+    # ``order`` (the j-th symbol of the word at the j-th position of the copy) is the copy itself
+    readers = tuple(r for r in GENERIC_READERS if r != "order")
 
     def answer_tokens(self):
         return 1, self.params.num_symbols + 1
+
+    def own_readers(self):
+        return {"length": _length_reader}
 
     @property
     def vocab_size(self) -> int:
@@ -89,6 +104,7 @@ class SelectiveCopy(Task):
     preset_bases = {"mad": "default", "mamba": "default"}
     slice_keys = ("seq_len",)
     chance_rule = "a random distinct data token of the context"
+    readers = tuple(r for r in GENERIC_READERS if r != "order")  # emitting the data tokens in order is the task
 
     def answer_tokens(self):
         return 0, self.params.vocab_size - 2

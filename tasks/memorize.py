@@ -19,7 +19,7 @@ import torch
 from pydantic import Field
 
 from . import TASKS
-from .base import IGNORE, Batch, Task, TaskParams, sample_distinct
+from .base import GENERIC_READERS, IGNORE, Batch, Task, TaskParams, sample_distinct
 
 
 class MemorizeParams(TaskParams):
@@ -43,6 +43,8 @@ class Memorize(Task):
     preset_bases = {"mad": "default"}
     slice_keys = ("seq_len",)
     chance_rule = "majority class (the context never holds the answer)"
+    # ``bigram`` (the value seen after each key in training) is the map the task asks a model to store
+    readers = tuple(r for r in GENERIC_READERS if r != "bigram")
 
     def check(self):
         p = self.params

@@ -43,15 +43,16 @@ class Needle(Task):
     description = "token-level needle in a haystack (depth, haystack kind, multi-key/value/query)"
     Params = NeedleParams
     presets = {
-        "default": dict(seq_len=128),
-        "tiny": dict(seq_len=24, num_keys=8, num_values=8, filler_vocab=8),
+        # with no distractor the only value in the context is the answer (floor 1): every preset has some
+        "default": dict(seq_len=128, num_distractors=3),
+        "tiny": dict(seq_len=24, num_keys=8, num_values=8, filler_vocab=8, num_distractors=1),
         "multikey": dict(seq_len=256, num_distractors=3),
-        "multivalue": dict(seq_len=256, values_per_key=2),
+        "multivalue": dict(seq_len=256, values_per_key=2, num_distractors=2),
         "multiquery": dict(seq_len=256, num_queries=2, num_distractors=2),
     }
     preset_bases = {"multikey": "default", "multivalue": "default", "multiquery": "default"}
     slice_keys = ("seq_len", "depth_bin")
-    chance_rule = "a random distinct needle value of the context (1 with a single needle)"
+    chance_rule = "a random distinct needle value of the context (1 with a single needle: no preset has one)"
 
     def answer_tokens(self):
         p = self.params

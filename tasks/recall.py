@@ -71,6 +71,9 @@ class MQAR(Task):
     slice_keys = ("num_kv_pairs", "seq_len", "num_passes")
     chance_rule = "1/D: answering one of the D values of the context at random"
 
+    def answer_tokens(self):
+        return self.params.vocab_size // 2, self.params.vocab_size
+
     def context_chance(self, batch: Batch) -> float:
         """1/D per query (D from each example's metadata, so mixtures of segments are exact)."""
         graded = (batch.targets != IGNORE).sum(1).double()

@@ -15,9 +15,12 @@ from evalsuite.cli import common, main
 @click.option("--verdicts-only", is_flag=True, help="judge what the store holds; run nothing (the store is only read)")
 @click.option("-o", "--output", default=None, type=click.Path(),
               help="reproduction report [default: reports/reproduce-SCALE.html beside the store]")
+@click.option("--segment-minutes", default=None, type=click.FloatRange(min=1),
+              help="start no run after this many minutes (runs in flight finish); the next invocation resumes. "
+                   "A whole reproduction runs in segments of at most two hours (120)")
 @common.compact_option
 def reproduce(names, scale, list_only, executor, workers, address, device, store_path, threads, group, verdicts_only, output,
-              compact):
+              segment_minutes, compact):
     """Run the experiments behind docs/FINDINGS.md (all, or NAMES: an experiment or a group such as
     `frontier`) and judge each from the stored results."""
     from evalsuite import files
@@ -36,14 +39,23 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
     store = common.open_store(store_path, must_exist=verdicts_only)
     output = files.check_output(output or store.path.parent / "reports" / f"reproduce-{scale}.html", "--output",
                                 store=store.path)
+    if segment_minutes is not None and executor != "local":
+        raise common.BadInput("--segment-minutes: works with --executor local only (Ray tasks cannot be held back)")
+    segment_done = True
     if not verdicts_only:
+        import time
+
+        begin = time.monotonic()
+        deadline = None if segment_minutes is None else begin + 60 * segment_minutes
         common.device_name(device)
         get_executor(executor, workers=workers, device=device, address=address, threads=threads, group=group)
         options = dict(store=store, executor=executor, workers=workers, device=device, address=address, threads=threads,
-                       group=group, echo=click.echo)
-        rep.run_experiments(experiments, scale, store,
-                            run=lambda points, name, spec: sweeps.run_points(points, name=name, spec=spec, **options),
-                            echo=click.echo)
+                       group=group, echo=click.echo, deadline=deadline)
+        segment_done = rep.run_experiments(
+            experiments, scale, store, echo=click.echo, deadline=deadline,
+            run=lambda points, name, spec: sweeps.run_points(points, name=name, spec=spec, **options))
+        click.echo(f"segment  {(time.monotonic() - begin) / 60:.1f} min wall"
+                   + ("" if segment_done else "; ended before everything ran: run the same command again to resume"))
     verdicts = rep.verdicts(experiments, store, scale)
     width = max(len(v.name) for v in verdicts) + 1
     for v in verdicts:

@@ -73,7 +73,9 @@ def _summary(result, store_path, report) -> str:
     if "accuracy" in m:
         floor = ""
         if "context_chance" in m:
-            floor = f"  (chance {m['context_chance']:.4f}: {m.get('chance_rule', '')}; majority class {m['majority_rate']:.4f})"
+            floor = (f"  (floor {m['floor']:.4f}: {m['floor_reader']}, the best reader with no memory of the task; "
+                     if "floor" in m else "  (") + \
+                f"chance {m['context_chance']:.4f}: {m.get('chance_rule', '')}; majority class {m['majority_rate']:.4f})"
         budget = f" of {m['budget_steps']}, best at step {m['best_step']}" if "budget_steps" in m else ""
         rows += [("test accuracy", f"{m['accuracy']:.4f}{floor}"), ("val accuracy", f"{m['val_accuracy']:.4f}"),
                  ("test loss", f"{m['loss']:.4f}"),

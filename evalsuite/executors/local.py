@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Iterator
@@ -50,8 +51,13 @@ class LocalExecutor:
             threads = max(1, cpu_count() // self.workers)
         self.threads = threads
 
+    def _over(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
     def _device(self, slot: int) -> str:
         return f"cuda:{slot % self.gpus}" if self.gpus else "cpu"
+
+    deadline: float | None = None  # time.monotonic(): no run starts after it (a segment's end); runs in flight finish
 
     def run(self, configs: list[RunConfig], incoming: Path) -> Iterator[RunRecord]:
         pending = {u[0]: u for u in plan(configs, self.group, slots=self.workers, cuda=bool(self.gpus))}  # first point -> unit
@@ -59,23 +65,44 @@ class LocalExecutor:
         ctx = mp.get_context("spawn")  # safe with CUDA and threads; workers import torch once
         while pending:
             finished: set[int] = set()
-            with ProcessPoolExecutor(max_workers=min(self.workers, len(pending)), mp_context=ctx) as pool:
-                futures = {pool.submit(run_unit_in_worker, [configs[i] for i in unit], self._device(n), self.threads,
-                                       str(incoming), self.group == "auto"): k for n, (k, unit) in enumerate(pending.items())}
+            slots = min(self.workers, len(pending))
+            with ProcessPoolExecutor(max_workers=slots, mp_context=ctx) as pool:
+                # at most one unit per worker in flight, so that a segment's deadline holds back
+                # every unit not yet started (a queued future could no longer be cancelled), and
+                # each unit takes the slot (GPU) the unit before it freed
+                waiting, running, free = list(pending.items()), {}, list(range(slots))
                 try:
-                    for future in as_completed(futures):
-                        k = futures[future]
-                        try:
-                            results = future.result()
-                        except BrokenProcessPool:
-                            continue
-                        except Exception as exc:  # noqa: BLE001 - results, not a crash of the sweep
-                            results = [failed_result(configs[i], f"{type(exc).__name__}: {exc}") for i in pending[k]]
-                        finished.add(k)
-                        yield from results
+                    while waiting or running:
+                        while waiting and free and not self._over():
+                            k, unit = waiting.pop(0)
+                            slot = free.pop(0)
+                            try:
+                                future = pool.submit(run_unit_in_worker, [configs[i] for i in unit], self._device(slot),
+                                                     self.threads, str(incoming), self.group == "auto")
+                            except BrokenProcessPool:
+                                waiting.clear()  # a worker died: the rest go to a fresh pool
+                                break
+                            running[future] = (k, slot)
+                        if not running:
+                            break
+                        done, _ = wait(running, return_when=FIRST_COMPLETED)
+                        for future in done:
+                            k, slot = running.pop(future)
+                            free.append(slot)
+                            try:
+                                results = future.result()
+                            except BrokenProcessPool:
+                                waiting.clear()
+                                continue
+                            except Exception as exc:  # noqa: BLE001 - results, not a crash of the sweep
+                                results = [failed_result(configs[i], f"{type(exc).__name__}: {exc}") for i in pending[k]]
+                            finished.add(k)
+                            yield from results
                 except BaseException:  # Ctrl-C, SIGTERM, or the driver stopped: stop the workers now
                     _stop(pool)
                     raise
+            if self._over():
+                return  # the segment is over: what did not finish is the store's to resume
             for k, unit in list(pending.items()):
                 del pending[k]
                 if k in finished:

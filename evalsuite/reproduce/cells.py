@@ -1,20 +1,18 @@
 """Cells: what a verdict reads of stored runs, and when a cell's figure can be cited.
 
 A *cell* is one configuration (task setting and model) over every learning rate, seed and budget
-the store holds for it. Its figures come from the learning rate whose mean **validation** accuracy
-over seeds is highest at the base budget (the smallest ``train.epochs`` present), chosen as the
-report's summary rows choose it (``evalsuite.selection``); test accuracy is reported at that rate
-as a mean and a sample standard deviation over seeds, beside the task's chance floor.
+the store holds for it. Its rate is chosen by **validation** at the base budget (the smallest
+``train.epochs`` present) by the seeds that ran at every rate, and its figure is read from the
+seeds that did not choose it (``evalsuite.selection``: the reproduction sweeps rates on seed 0
+and reports seeds 1, 2, 3): the mean test accuracy, the sample standard deviation with n, and "k
+of n seeds learned", beside the task's floor (the best reader with no memory of what it tests).
 
 - **learned**: mean test accuracy at least halfway from the floor to 1:
-  ``acc >= floor + LEARNED_FRACTION * (1 - floor)``.
-- **settled** (a negative result that can be cited): the cell did not learn, its sweep spans the
-  working window (at least ``MIN_RATES`` rates, the best not at an edge of the grid), it has at
-  least ``MIN_SEEDS`` seeds at the best rate, and a rerun at 4x the budget gained less than
-  ``MAX_4X_GAIN``. A cell that did not learn and is not settled is *unsettled*: no verdict rests
-  on its failure.
-- A difference "higher", "grows" or "drops" counts when it exceeds ``MARGIN`` plus the two
-  cells' seed spreads (sample standard deviations; ``verdict.higher``).
+  ``acc >= floor + LEARNED_FRACTION * (1 - floor)`` (per seed the same test).
+- **settled**: the one rule of ``settled.unsettled``, read through ``stable``, ``settled`` (a
+  failure) and ``settled_below`` (a shortfall).
+- Comparisons (``verdict.higher``, ``not_higher``, ``contradicted``) need ``MARGIN`` plus both
+  cells' spreads, and the same order seed by seed where both cells have the seed.
 - ``reproduce`` escalates every cell below ``CEILING`` (not only those that did not learn), so that
   a shortfall ("elu+1 falls short of softmax") can be cited as well as a failure.
 """
@@ -25,17 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalsuite import selection
-from evalsuite.config import RunConfig
-from evalsuite.records import RunRecord
+from evalsuite.records import RunRecord, floor_of
 
-LEARNED_FRACTION = 0.5
-MIN_RATES = 3
-MIN_SEEDS = 2
-MAX_4X_GAIN = 0.05
-BUDGET_FACTOR = 4
-MARGIN = 0.05
-LR_LIMITS = (1e-5, 0.1)  # the grid is extended past an edge only inside these
-CEILING = 0.95  # cells below this get the full treatment (edges, seeds, 4x); above it, only a second seed
+from . import settled
+from .settled import (BUDGET_FACTOR, CEILING, LEARNED_FRACTION, LR_LIMITS, MARGIN, MAX_4X_GAIN, MAX_SEEDS,  # noqa: F401
+                      MIN_RATES, MIN_SEEDS)
 
 
 def get(config: dict, path: str) -> Any:
@@ -139,107 +131,155 @@ class Cell:
         return math.nan if not fig.n else fig.std or 0.0
 
     @property
+    def val(self) -> float:
+        """Mean validation accuracy of the reported seeds: what a choice among cells reads (never test)."""
+        return _mean(self._metric("val_accuracy"))
+
+    @property
     def loss(self) -> float:
         return _mean(self._metric("loss"))
 
     @property
     def floor(self) -> float:
-        xs = self._metric("context_chance") or self._metric("majority_rate")
+        """The mean over the best runs of each run's floor (``records.floor_of``: the best reader with
+        no memory of what the task tests)."""
+        xs = [f for r in self.best_runs if (f := floor_of(r.metrics)) is not None]
         return _mean(xs) if xs else 0.0
 
     @property
     def state(self) -> float:
         return _mean(self._metric("state_size"))
 
+    # --- 4x the budget ------------------------------------------------------------------------
     @property
-    def long_runs(self) -> list[RunRecord]:
-        """Runs at 4x the base budget and the best rate."""
+    def long_rates(self) -> list[float]:
+        """The peak rates a 4x rerun is tried at: the chosen one and half of it (a longer schedule
+        may want a lower peak)."""
+        if self.best_lr is None:
+            return []
+        return [self.best_lr, float(f"{self.best_lr / 2:.3g}")]
+
+    def _long(self, lr: float | None = None) -> list[RunRecord]:
         if not self.runs:
             return []
-        return self._at(epochs=BUDGET_FACTOR * self.base_epochs, lr=self.best_lr)
+        long = self._at(epochs=BUDGET_FACTOR * self.base_epochs)
+        return [r for r in long if any(math.isclose(r.lr, x) for x in ([lr] if lr is not None else self.long_rates))]
+
+    @property
+    def long_lr(self) -> float | None:
+        """Of the two 4x rates, the one whose 4x runs validate best over the reported seeds."""
+        seeds = set(self.seeds)
+        return selection.best_rate([r for r in self._long() if r.seed in seeds])
+
+    @property
+    def long_runs(self) -> list[RunRecord]:
+        """The 4x runs at ``long_lr`` of the reported seeds, seeds ascending."""
+        lr, seeds = self.long_lr, set(self.seeds)
+        return [] if lr is None else sorted((r for r in self._long(lr) if r.seed in seeds), key=lambda r: r.seed)
+
+    @property
+    def gains(self) -> dict[int, float]:
+        """Seed -> its 4x accuracy minus its base accuracy, at ``long_lr``."""
+        base = {r.seed: r.metrics["accuracy"] for r in self.best_runs if "accuracy" in r.metrics}
+        return {r.seed: r.metrics["accuracy"] - base[r.seed] for r in self.long_runs
+                if r.seed in base and "accuracy" in r.metrics}
 
     @property
     def gain_4x(self) -> float | None:
-        """Mean test accuracy at 4x the budget minus that at the base budget, same seeds."""
+        """The mean over seeds of the 4x gain (None without a 4x run)."""
+        gains = self.gains
+        return _mean(list(gains.values())) if gains else None
+
+    @property
+    def long_acc(self) -> float | None:
+        """Mean test accuracy of the 4x runs at ``long_lr`` (None without one)."""
         long = self.long_runs
-        if not long:
-            return None
-        seeds = {r.config["seed"] for r in long}
-        base = [r.metrics["accuracy"] for r in self.best_runs if r.config["seed"] in seeds]
-        return _mean([r.metrics["accuracy"] for r in long]) - _mean(base)
+        return _mean([r.metrics["accuracy"] for r in long]) if long else None
 
     # --- judgements -----------------------------------------------------------------------------
     @property
     def present(self) -> bool:
         return bool(self.runs)
 
+    def learned_seed(self, acc: float) -> bool:
+        return acc >= self.floor + LEARNED_FRACTION * (1 - self.floor)
+
     @property
     def learned(self) -> bool:
-        return self.present and self.acc >= self.floor + LEARNED_FRACTION * (1 - self.floor)
+        return self.present and self.accuracy.n > 0 and self.learned_seed(self.acc)
 
     def learned_at(self, level: float) -> bool:
-        return self.present and self.acc >= level
+        return self.present and self.accuracy.n > 0 and self.acc >= level
+
+    @property
+    def seeds_learned(self) -> tuple[int, int]:
+        """``(k, n)``: k of the n reported seeds learned."""
+        values = self.accuracy.values
+        return sum(self.learned_seed(v) for v in values), len(values)
+
+    @property
+    def seeds_disagree(self) -> bool:
+        k, n = self.seeds_learned
+        return 0 < k < n
+
+    @property
+    def seeds_needed(self) -> int:
+        """``MIN_SEEDS``, or ``MAX_SEEDS`` when the seeds disagree (some learned, some not)."""
+        return MAX_SEEDS if self.seeds_disagree else MIN_SEEDS
+
+    @property
+    def at_ceiling(self) -> bool:
+        return self.present and self.accuracy.n > 0 and self.acc >= CEILING - 1e-9  # a mean of 0.95s is 0.9499...
 
     def incomplete(self) -> list[str]:
-        """What the sweep and seeds still lack (empty: complete)."""
-        if not self.present:
-            return ["no finished run"]
-        lack = []
-        if len(self.rates) < MIN_RATES:
-            lack.append(f"needs {MIN_RATES} learning rates (has {len(self.rates)})")
-        elif self.at_edge:
-            lack.append(f"needs a rate beyond the best one ({self.best_lr:g}, at the edge of {self.rates})")
-        if len(self.seeds) < MIN_SEEDS:
-            lack.append(f"needs {MIN_SEEDS} seeds at the best rate (has {len(self.seeds)})")
-        return lack
+        """What the rate sweep and the seeds still lack (``settled.incomplete``; empty: complete)."""
+        return settled.incomplete(self)
+
+    def unsettled(self) -> list[str]:
+        """The one settledness rule every verdict reads (``settled.unsettled``; empty: final)."""
+        return settled.unsettled(self)
 
     @property
-    def long_acc(self) -> float | None:
-        """Mean test accuracy of the 4x-budget reruns at the best rate (None without one)."""
+    def final_acc(self) -> float:
+        """The figure a comparison reads: the 4x figure where 4x the budget took every seed to the
+        ceiling (the base figure was not the model's limit), else the base figure."""
         long = self.long_runs
-        return _mean([r.metrics["accuracy"] for r in long]) if long else None
-
-    def missing_for_settled(self) -> list[str]:
-        """What a negative result of this cell still lacks (empty: it is settled)."""
-        if not self.present:
-            return ["no finished run"]
-        lack = self.incomplete()
-        gain = self.gain_4x
-        if gain is None:
-            lack.append(f"needs a rerun at {BUDGET_FACTOR}x the budget")
-        elif gain >= MAX_4X_GAIN:
-            lack.append(f"its {BUDGET_FACTOR}x rerun gained {gain:+.3f} (>= {MAX_4X_GAIN}), so the budget, not the model, "
-                        f"decides this figure")
-        return lack
-
-    @property
-    def settled(self) -> bool:
-        """A failure (not learned) that a fair sweep, two seeds and 4x the budget did not overturn."""
-        return self.present and not self.learned and not self.missing_for_settled()
-
-    def settled_below(self, level: float) -> bool:
-        """A shortfall that survives more budget: below ``level`` with a complete sweep and seeds,
-        and still below it at 4x the budget. (A comparison needs only that: the weaker model
-        given 4x the budget still does not reach the stronger one.)"""
-        long = self.long_acc
-        return self.present and self.acc < level and not self.incomplete() and long is not None and long < level
+        if long and len(long) == len(self.seeds) and all(r.metrics.get("accuracy", 0.0) >= CEILING for r in long):
+            return self.long_acc
+        return self.acc
 
     @property
     def stable(self) -> bool:
-        """Its figure can stand in a comparison either way: near perfect, or a complete sweep whose
-        4x rerun gained less than ``MAX_4X_GAIN``."""
-        gain = self.gain_4x
-        return self.present and (self.acc >= CEILING or (not self.incomplete() and gain is not None and gain < MAX_4X_GAIN))
+        """Its figure can stand in a comparison either way (``unsettled`` is empty)."""
+        return self.present and self.accuracy.n > 0 and not self.unsettled()
+
+    @property
+    def settled(self) -> bool:
+        """A failure (not learned) that passes the settledness rule."""
+        return self.stable and not self.learned
+
+    def settled_below(self, level: float) -> bool:
+        """A shortfall that passes the settledness rule: below ``level``, and so is its 4x figure."""
+        long = self.long_acc
+        return self.stable and self.acc < level and (long is None or long < level)
+
+    def floor_reader(self) -> str:
+        names = sorted({r.metrics.get("floor_reader") or "chance rule" for r in self.best_runs})
+        return "/".join(names) or "chance rule"
 
     def figure(self) -> str:
         if not self.present:
             return f"{self.label}: no finished run"
-        text = (f"{self.label}: {self.accuracy.text()}"
-                + f" (chance {self.floor:.3f}; best lr {self.best_lr:g} of "
-                + "[" + ", ".join(f"{lr:g}" for lr in self.rates) + f"] by validation, {self.base_epochs:g} epochs")
-        gain = self.gain_4x
-        if gain is not None:
-            text += f"; at {BUDGET_FACTOR}x the budget {self.long_acc:.3f} ({gain:+.3f})"
+        k, n = self.seeds_learned
+        voters = sorted(selection.voters(self.base_runs))
+        text = (f"{self.label}: {self.accuracy.text()}, {k} of {n} seeds learned"
+                + f" (floor {self.floor:.3f}, {self.floor_reader()}; lr {self.best_lr:g} of "
+                + "[" + ", ".join(f"{lr:g}" for lr in self.rates) + "] chosen by validation on seed "
+                + ", ".join(map(str, voters)) + f", {self.base_epochs:g} epochs")
+        gains = self.gains
+        if gains:
+            text += (f"; at {BUDGET_FACTOR}x the budget (lr {self.long_lr:g}) {self.long_acc:.3f}, per seed "
+                     + ", ".join(f"{g:+.3f}" for _, g in sorted(gains.items())))
         under = sum(bool(r.metrics.get("undertrained")) for r in self.best_runs)
         if under:
             text += f"; {under} undertrained"
@@ -257,38 +297,3 @@ class Cell:
         if not self.present:
             return "missing"
         return "learned" if self.learned else "settled failure" if self.settled else "unsettled"
-
-    # --- what to run next (``evalsuite reproduce`` escalates with these) --------------------------
-    def next_changes(self) -> list[dict]:
-        """What would make this cell citable, as changes to its best run, in order: a rate beyond
-        an edge (``{"lr": x}``, when it is below ``CEILING``), a second seed at the best rate
-        (``{"seed": s}``), then 4x the budget (``{"epochs": e}``, when it is below ``CEILING``).
-        Empty when nothing is missing."""
-        if not self.present:
-            return []
-        rates = self.rates
-        short = self.acc < CEILING
-        if short and (len(rates) < MIN_RATES or self.at_edge):
-            step = rates[1] / rates[0] if len(rates) > 1 else math.sqrt(10)
-            lr = self.best_lr * step if self.best_lr == rates[-1] else self.best_lr / step
-            if LR_LIMITS[0] <= lr <= LR_LIMITS[1]:
-                return [{"lr": float(f"{lr:.3g}")}]
-        missing_seeds = [s for s in range(MIN_SEEDS) if s not in self.seeds]
-        if missing_seeds:
-            return [{"seed": s} for s in missing_seeds]
-        if short and not self.long_runs:
-            return [{"epochs": BUDGET_FACTOR * self.base_epochs}]
-        return []
-
-    def next_configs(self) -> list[RunConfig]:
-        """``next_changes`` as configurations (``evalsuite reproduce`` escalates with these). A
-        longer budget keeps the base run's warm-up in steps: it is the same schedule at the same
-        peak rate, only held longer, so it takes the base run's steps up to that run's decay and
-        starts from the state the base run saved there (``train.branch``)."""
-        changes = self.next_changes()
-        if not changes:
-            return []
-        run = self.best_runs[0]
-        best = RunConfig.from_dict(run.config)
-        warmup = best.train.warmup(run.metrics["budget_steps"]) if "budget_steps" in run.metrics else None
-        return [best.replace(**c, **({"warmup_steps": warmup} if "epochs" in c else {})) for c in changes]

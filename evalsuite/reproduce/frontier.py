@@ -2,7 +2,7 @@
 
 Every family is trained over the axis that sets its state (width for the fixed-state mixers, the
 window for sliding-window attention, the feature size for Based and its Taylor-linear part), each
-point with a learning-rate sweep and two seeds, under the rules of ``cells``. What the literature
+point with a learning-rate sweep and three reported seeds, under the rules of ``cells``. What the literature
 claims about this picture (docs/FINDINGS.md, finding 9) becomes three experiments that share this
 module's sweep (group ``frontier``), each able to fail: ``experiments/frontier_delta.py``,
 ``frontier_swa.py`` and ``frontier_based.py``. The report draws the picture itself

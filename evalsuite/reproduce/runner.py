@@ -1,5 +1,5 @@
 """Running experiments: their sweeps, the escalation that makes each cell a verdict rests on
-citable (rates past an edge, a second seed, 4x the budget), their capacity probes, and the
+citable (rates past an edge, three reported seeds, 4x the budget on each), their capacity probes, and the
 verdicts judged from what the store holds.
 
 Every experiment of one invocation runs together: their sweeps as one set of points, then each
@@ -15,6 +15,7 @@ from typing import Callable
 
 from evalsuite.records import RunRecord, Verdict
 
+from .escalation import next_configs
 from .experiment import Experiment, members
 from .probes import run_probes
 
@@ -51,8 +52,16 @@ def _record(store, name: str, points: list) -> None:
     store.add_sweep(sid, name, {"name": name, "configs": [p.config.as_dict() for p in points]}, [p.run_id for p in points])
 
 
-def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, echo=print) -> None:
-    """Sweep, escalate and probe ``experiments`` (resumable: what the store holds is not rerun)."""
+def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, echo=print,
+                    deadline: float | None = None) -> bool:
+    """Sweep, escalate and probe ``experiments`` (resumable: what the store holds is not rerun).
+    ``deadline`` (``time.monotonic()``): start nothing after it (``run`` stops its sweep there too);
+    returns False when the segment ended before everything ran."""
+    import time
+
+    def over() -> bool:
+        return deadline is not None and time.monotonic() >= deadline
+
     from evalsuite.sweep import Point, expand, sweep_id
 
     points: dict[str, Point] = {}
@@ -66,13 +75,15 @@ def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, 
     if points:
         run(list(points.values()), f"reproduce-{scale}", {"experiments": [e.name for e in experiments], "scale": scale})
     for round_ in range(1, MAX_ROUNDS + 1):
+        if over():
+            return False
         todo: dict[str, Point] = {}
         for exp in experiments:
             if exp.cells is None:
                 continue
             mine, why = [], []
             for cell in exp.cells(experiment_runs(exp, scale, store), exp.params[scale]):
-                configs = cell.next_configs()
+                configs = next_configs(cell)
                 if configs:
                     mine += [Point({"seed": c.seed, "lr": c.train.lr, "epochs": c.train.epochs}, c) for c in configs]
                     why.append(f"{cell.label} ({cell.status_word()})")
@@ -86,9 +97,10 @@ def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, 
     else:
         echo(f"  escalation stopped after {MAX_ROUNDS} rounds; the verdicts say what is still missing")
     for exp in experiments:
-        if exp.probes.get(scale):
+        if exp.probes.get(scale) and not over():
             echo(f"== {exp.name}: {exp.finding}")
             run_probes(exp.probes[scale], store, echo=echo)
+    return not over()
 
 
 def verdicts(experiments: list[Experiment], store, scale: str = "cpu") -> list[Verdict]:

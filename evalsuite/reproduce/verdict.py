@@ -4,7 +4,8 @@ report's verdict section renders it.
 
 A verdict never claims what was not measured: a finding whose runs are missing or failed is
 inconclusive, and so is one whose clauses rest on a cell that more budget, rates or seeds could
-still move (``Cell.stable``, ``Cell.settled_below``).
+still move: every clause reads its cells through the one settledness rule (``Cell.unsettled``,
+via ``stable``, ``settled`` and ``settled_below``).
 """
 from __future__ import annotations
 
@@ -14,20 +15,32 @@ from dataclasses import dataclass
 from evalsuite.records import Outcome, Verdict
 
 from .cells import MARGIN, Cell
+from .escalation import next_changes
 
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = Outcome.REPRODUCED, Outcome.NOT_REPRODUCED, Outcome.INCONCLUSIVE
 WORD = {True: "yes", False: "no", None: "undecided"}
 
 
+def _paired(a: Cell, b: Cell) -> list[tuple[float, float]]:
+    """Per-seed accuracies of the seeds both cells report."""
+    xa, xb = dict(zip(a.accuracy.seeds, a.accuracy.values)), dict(zip(b.accuracy.seeds, b.accuracy.values))
+    return [(xa[s], xb[s]) for s in sorted(set(xa) & set(xb))]
+
+
 def higher(a: Cell, b: Cell, margin: float = MARGIN) -> bool:
     """``a`` above ``b`` by more than the margin plus both cells' seed spreads (sample standard
-    deviations over seeds)."""
-    return a.present and b.present and a.acc - b.acc > margin + _spread(a) + _spread(b)
+    deviations over seeds), and above it on every seed both report."""
+    if not (a.present and b.present and a.accuracy.n and b.accuracy.n):
+        return False
+    return a.acc - b.acc > margin + _spread(a) + _spread(b) and all(x > y for x, y in _paired(a, b))
 
 
 def not_higher(a: Cell, b: Cell, margin: float = MARGIN) -> bool:
-    """``a`` is not above ``b`` even by the margin (the opposite of ``higher`` with a gap between)."""
-    return a.present and b.present and a.acc - b.acc <= margin
+    """``a`` is not above ``b`` by the margin, beyond both spreads: the gap plus both spreads is
+    within the margin, and so is every seed's gap (between this and ``higher``: undecided)."""
+    if not (a.present and b.present and a.accuracy.n and b.accuracy.n):
+        return False
+    return a.acc - b.acc + _spread(a) + _spread(b) <= margin and all(x - y <= margin for x, y in _paired(a, b))
 
 
 def _spread(c: Cell) -> float:
@@ -35,40 +48,33 @@ def _spread(c: Cell) -> float:
 
 
 def contradicted(a: Cell, b: Cell) -> bool:
-    """``a`` is not above ``b`` once budgets are fair: ``b`` given 4x the budget reaches a stable
-    ``a``; or ``a`` is not above ``b`` and more budget does not change that (both figures stable,
-    or both rerun at 4x with complete sweeps and seeds, and ``a`` not above there either)."""
-    if not (a.present and b.present):
+    """``a`` is not above ``b``, and both figures are settled (``Cell.stable``): more budget, rates
+    or seeds would not change them. Where 4x the budget took ``b`` to the ceiling, its 4x figure
+    is the one compared (``Cell.final_acc``)."""
+    if not (a.stable and b.stable):
         return False
-    long_b = b.long_acc
-    if a.stable and long_b is not None and not b.incomplete() and a.acc - long_b <= MARGIN:
-        return True
-    if not not_higher(a, b):
-        return False
-    if a.stable and b.stable:
-        return True
-    long_a, long_b = a.long_acc, b.long_acc
-    return (long_a is not None and long_b is not None and not a.incomplete() and not b.incomplete()
-            and long_a - long_b <= MARGIN)
+    if b.final_acc != b.acc:
+        return a.final_acc - b.final_acc <= MARGIN
+    return not_higher(a, b)
 
 
 def above(a: Cell, b: Cell) -> bool | None:
-    """``a`` above ``b`` with ``b``'s shortfall settled (True), contradicted (False), or undecided."""
-    if higher(a, b) and b.settled_below(a.acc - MARGIN):
+    """``a`` above ``b`` with both figures settled (True), contradicted (False), or undecided."""
+    if higher(a, b) and a.stable and b.settled_below(a.acc - MARGIN):
         return True
     return False if contradicted(a, b) else None
 
 
 def unsettled(cells: list[Cell]) -> str:
     """What each cell whose figure could still move with more budget, rates or seeds lacks."""
-    return "; ".join(f"{c.label}: {'; '.join(c.missing_for_settled())}" for c in cells
-                     if c.present and not c.stable and c.missing_for_settled())
+    return "; ".join(f"{c.label}: {'; '.join(c.unsettled())}" for c in cells
+                     if c.present and not c.stable and c.unsettled())
 
 
 def runnable(cells: list[Cell]) -> bool:
     """Whether `reproduce` can still run something that settles these cells (else only a harder
     setting can: a 4x rerun already moved a figure)."""
-    return any(c.next_changes() for c in cells)
+    return any(next_changes(c) for c in cells)
 
 
 def fmt(x) -> str:

@@ -24,7 +24,7 @@ from evalsuite.models.feature_maps import FeatureMap
 from evalsuite.models.state import state_size
 from evalsuite.records import RunRecord, Status
 from evalsuite.tasks import IGNORE, Batch
-from evalsuite.tasks.base import majority_rate
+from evalsuite.tasks.base import FLOOR_WARNING, majority_rate
 
 from . import branch
 from .data import Graded, make_data, stage
@@ -318,10 +318,15 @@ class TrainingState:
             slices.extend({"split": f"eval_{i}", **s}
                           for s in ev.get("slices") or [{"accuracy": ev["accuracy"], "graded": ev["graded"]}])
         head_task = self.tasks[0]
+        floor, reader, _ = head_task.floor(data["test"], data["train"])
+        if floor > FLOOR_WARNING:
+            self.warnings.append(f"the floor is {floor:.3f} ({reader}): a reader with no memory of what {head_task.name} "
+                                 f"tests scores above {FLOOR_WARNING} here, so this setting leaves little to learn")
         test_time = time.perf_counter() - begin
         self.metrics.update(
             accuracy=test["accuracy"], loss=test["loss"], graded=test["graded"], majority_rate=majority_rate(data["test"]),
             context_chance=head_task.context_chance(data["test"]), chance_rule=head_task.chance_rule,
+            floor=floor, floor_reader=reader,
             val_accuracy=self.best["accuracy"], best_step=self.best["step"], steps=step, budget_steps=self.total_steps,
             **convergence(self.history, self.total_steps, train.target_accuracy), train_loss=self.loss_value,
             train_time_s=train_time, steps_per_s=(step - self.start_step) / max(train_time, 1e-9), slices=slices,

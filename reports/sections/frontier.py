@@ -34,12 +34,15 @@ class Frontier(Section):
 
     def build(self, data: ReportData, fmt: str) -> dict | None:
         rows = pd.DataFrame([{"task": r["task"], "T": r["seq_len"], "D": r["pairs"], "model": r["model"],
-                              "state": r["state_size"], "accuracy": r["accuracy"], "epochs": r["epochs"], "run": r["anchor"]}
+                              "state": r["state_size"], "accuracy": r["accuracy"], "val": r.get("val_accuracy"),
+                              "epochs": r["epochs"], "run": r["anchor"]}
                              for r in data.summary if r["accuracy"] is not None and r["state_size"]])
         if rows.empty:
             return None
-        # one point per model and state: the best of its budgets (a 4x rerun is part of the protocol)
-        rows = rows.sort_values("accuracy").groupby(["task", "T", "D", "model", "state"], dropna=False).tail(1)
+        # one point per model and state: of its budgets (a 4x rerun is part of the protocol), the one that
+        # validates best (never chosen by test accuracy)
+        rows = rows.sort_values(["val", "epochs"], na_position="first").groupby(
+            ["task", "T", "D", "model", "state"], dropna=False).tail(1)
         plots_, table, points = [], [], []
         for (task, T, D), part in rows.groupby(["task", "T", "D"], dropna=False):
             if part.model.nunique() < MIN_MODELS or len(part) < MIN_POINTS:

@@ -168,3 +168,25 @@ def test_every_example_sweep_file_expands(repo_root):
     assert len(files) >= 6
     for path in files:
         assert sweeps.expand(sweeps.load_spec(path)), path.name
+
+
+def test_a_segment_ends_at_its_deadline_and_the_next_invocation_resumes(tmp_path, store_path):
+    """``deadline``: with one worker and a deadline reached after the first run, the runs in flight
+    finish, none starts after it, the rest are recorded interrupted, and a second call runs them."""
+    spec = sweeps.load_spec(write(tmp_path, GRID6))
+    points = sweeps.expand(spec)[:3]
+    store = Store(store_path)
+    first = sweeps.run_points(points, name="seg", spec=spec.model_dump(), store=store, workers=1,
+                              deadline=time.monotonic() + 0.5, echo=lambda *_: None)
+    assert 1 <= first["ran"] < 3 and first["left"] == 3 - first["ran"]
+    assert sorted(done_rows(store_path)) == sorted([("done", first["ran"]), ("interrupted", first["left"])])
+    past = sweeps.run_points(points, name="seg", spec=spec.model_dump(), store=store, workers=1,
+                             deadline=time.monotonic() - 1, echo=lambda *_: None)
+    assert past["ran"] == 0 and past["left"] == first["left"]  # nothing starts after the deadline
+    rest = sweeps.run_points(points, name="seg", spec=spec.model_dump(), store=store, workers=1, echo=lambda *_: None)
+    assert rest["ran"] == first["left"] and done_rows(store_path) == [("done", 3)]
+
+
+def test_reproduce_segment_minutes_is_checked_before_any_work(tmp_path):
+    out = CliRunner().invoke(main, ["reproduce", "copy", "--segment-minutes", "0", "--store", str(tmp_path / "s.db")])
+    assert out.exit_code == 2 and "--segment-minutes" in out.output and not (tmp_path / "s.db").exists()

@@ -35,7 +35,7 @@ def test_a_tie_in_validation_gives_the_summary_row_and_the_verdict_the_same_figu
     verdict's cell choose the same rate (the smaller) and state the same mean, spread and n."""
     runs = [run(1e-3, 0, 0.97, val=1.0), run(1e-3, 1, 0.91, val=1.0), run(1e-3, 2, 0.95, val=1.0),
             run(3e-3, 0, 0.99, val=1.0), run(3e-3, 1, 0.99, val=1.0), run(3e-3, 2, 0.98, val=1.0),
-            run(1e-2, 0, 0.5, val=0.5)]
+            run(1e-2, 0, 0.5, val=0.5), run(1e-2, 1, 0.5, val=0.5), run(1e-2, 2, 0.5, val=0.5)]
     (row,) = summarize(runs)
     cell = Cell.of(runs, "elu+1", model__name="linear")
     assert row["best_lr"] == cell.best_lr == 1e-3
@@ -44,6 +44,21 @@ def test_a_tie_in_validation_gives_the_summary_row_and_the_verdict_the_same_figu
     assert row["seeds"] == cell.accuracy.n == 3
     assert row["accuracy_seeds"] == list(cell.accuracy.values) == [0.97, 0.91, 0.95]
     assert "0.943 +- 0.031 sd (n=3: 0.970, 0.910, 0.950)" in cell.figure()
+
+
+def test_the_seed_that_chose_the_rate_is_not_reported():
+    """Seed 0 ran at every rate and chose 3e-3 by validation; seeds 1-3 ran at that rate only: the
+    figure is theirs, not seed 0's (whose validation picked the rate), in the row and the cell alike."""
+    runs = [run(1e-3, 0, 0.5, val=0.5), run(3e-3, 0, 0.99, val=0.99), run(1e-2, 0, 0.6, val=0.6),
+            run(3e-3, 1, 0.8), run(3e-3, 2, 0.7), run(3e-3, 3, 0.9)]
+    (row,) = summarize(runs)
+    cell = Cell.of(runs, "elu+1", model__name="linear")
+    assert row["best_lr"] == cell.best_lr == 3e-3
+    assert row["accuracy_seeds"] == list(cell.accuracy.values) == [0.8, 0.7, 0.9]
+    assert cell.seeds == [1, 2, 3]
+    # every seed at every rate: every seed votes and every seed is reported
+    every = [run(lr, s, a, val=a) for s in (0, 1, 2) for lr, a in ((1e-3, 0.5), (3e-3, 0.9 - 0.1 * s), (1e-2, 0.6))]
+    assert Cell.of(every, "x", model__name="linear").accuracy.values == (0.9, 0.8, 0.7)
 
 
 def test_a_rate_is_never_chosen_by_test_accuracy():

@@ -13,31 +13,41 @@ FLOORS = {"recall": None, "copy": 0.1, "listops": 0.13, "word_problem": 0.5, "in
 
 
 def cell(model, acc, *, task="recall", d_model=64, seq_len=64, pairs=16, settled=True, long=None, gain=0.0, spread=0.0,
-         fmap=None, loss=None, state=8000, analysis=None, **model_cfg):
-    """Runs of one configuration as the store would hold them: three rates on seed 0 (the middle
-    one best by validation), a second seed at the best rate, and (when it did not learn, or when
-    ``long``) a rerun at 4x the budget that gains ``gain``. ``settled=False``: one rate, one seed."""
+         fmap=None, loss=None, state=8000, analysis=None, seeds=(1, 2, 3), long_seeds=None, long_undertrained=False,
+         seed_accs=None, **model_cfg):
+    """Runs of one configuration as the store would hold them under the reproduction's method:
+    three rates on seed 0 (the middle one best by validation), the reported seeds 1-3 at that
+    rate (``acc`` -+ ``spread``, or ``seed_accs``), and, when below the ceiling (or ``long``), reruns
+    at 4x the budget on ``long_seeds`` (default: every reported seed) at the chosen rate and half of
+    it, the chosen rate gaining ``gain`` and validating best. ``settled=False``: one rate, one seed."""
     fmap = fmap or ("elu1" if model in ("linear", "hybrid") else None)
     floor = FLOORS[task] or 1 / pairs
-    learned = acc >= floor + 0.5 * (1 - floor)
-    long = (not learned) if long is None else long
+    long = (acc < 0.95) if long is None else long
     config = {"task": {"name": task, "seq_len": seq_len, "num_kv_pairs": pairs},
               "model": {"name": model, "feature_map": fmap, "d_model": d_model, "n_layers": 2, **model_cfg}}
 
-    def one(a, lr, seed, epochs=3.0):
+    def one(a, lr, seed, epochs=3.0, val=None, **more):
         c = {**config, "train": {"lr": lr, "epochs": epochs}, "seed": seed}
-        m = {"accuracy": a, "val_accuracy": a, "context_chance": floor, "majority_rate": floor, "state_size": state,
+        m = {"accuracy": a, "val_accuracy": a if val is None else val, "floor": floor, "floor_reader": "order",
+             "context_chance": floor, "majority_rate": floor, "state_size": state,
              "loss": (2.0 if a < 0.5 else 0.01) if loss is None else loss, "steps": 100, "best_step": 100,
-             **({"analysis": analysis} if analysis else {})}
+             **({"analysis": analysis} if analysis else {}), **more}
         return RunRecord(run_id=f"{task}{model}{d_model}{seq_len}{pairs}{model_cfg}{lr}{seed}{epochs}", config=c,
                          status="done", metrics=m)
 
     if not settled:
         return [one(acc, BEST, 0)]
     runs = [one(max(acc - 0.02, 0.0) if lr != BEST else acc, lr, 0) for lr in LRS]
-    runs.append(one(acc + 2 * spread, BEST, 1))
+    if seed_accs is None:
+        offsets = [-1, 0, 1][:len(seeds)] if len(seeds) <= 3 else [-1, 0, 1] + [0] * (len(seeds) - 3)
+        seed_accs = [min(1.0, max(0.0, acc + o * spread)) for o in offsets]
+    by_seed = dict(zip(seeds, seed_accs))
+    runs += [one(a, BEST, s) for s, a in by_seed.items()]
     if long:
-        runs.append(one(acc + gain, BEST, 0, epochs=12.0))
+        for s in (seeds if long_seeds is None else long_seeds):
+            a = min(1.0, max(0.0, by_seed[s] + gain))
+            runs.append(one(a, BEST, s, epochs=12.0, val=a, undertrained=long_undertrained))
+            runs.append(one(max(a - 0.05, 0.0), BEST / 2, s, epochs=12.0, val=max(a - 0.05, 0.0)))
     return runs
 
 

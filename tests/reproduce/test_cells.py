@@ -6,6 +6,7 @@ from evalsuite.config import run_id
 from evalsuite.records import RunRecord
 from evalsuite.reproduce import frontier
 from evalsuite.reproduce.cells import Cell
+from evalsuite.reproduce.escalation import next_changes, next_configs
 from evalsuite.resolve import resolve
 from tests.reproduce.synthetic import BEST, cell, frontier_runs
 
@@ -18,23 +19,94 @@ def test_selection_is_by_validation_not_test():
     assert c.best_lr == BEST
 
 
-def test_escalation_order_edge_then_seed_then_4x():
+def lin(acc, **kw):
+    return Cell.of(cell("linear", acc, **kw), "x", model__name="linear")
+
+
+def test_escalation_order_edge_then_seeds_then_4x_on_every_seed():
     c = Cell.of(cell("linear", 0.07, settled=False), "x", model__name="linear")
-    (nxt,) = c.next_changes()  # one rate: extend the grid first
-    assert set(nxt) == {"lr"} and nxt["lr"] != BEST
+    (nxt,) = next_changes(c)  # one rate: extend the grid first, on the seed that chooses the rate
+    assert set(nxt) == {"lr", "seed"} and nxt["lr"] != BEST and nxt["seed"] == 0
     three = [r.model_copy(deep=True) for r in cell("linear", 0.07, long=False)][:3]
     three[1].metrics["val_accuracy"] = 0.0
     three[0].metrics["val_accuracy"] = 0.2  # best at the low edge
-    (nxt,) = Cell.of(three, "x", model__name="linear").next_changes()
-    assert nxt == {"lr": pytest.approx(0.001 / 3, rel=1e-2)}
-    assert Cell.of(cell("linear", 0.07, long=False)[:3], "x", model__name="linear").next_changes() == [{"seed": 1}]
-    assert Cell.of(cell("linear", 0.07, long=False), "x", model__name="linear").next_changes() == [{"epochs": 12.0}]
-    settled = Cell.of(cell("linear", 0.07), "x", model__name="linear")
-    assert settled.settled and not settled.next_changes()
-    short = Cell.of(cell("linear", 0.9, long=False), "x", model__name="linear")  # learned, but below 0.95
-    assert short.learned and short.next_changes() == [{"epochs": 12.0}]  # a shortfall is settled too
-    overturned = Cell.of(cell("linear", 0.07, gain=0.5), "x", model__name="linear")
-    assert not overturned.settled and "4x rerun gained" in "; ".join(overturned.missing_for_settled())
+    (nxt,) = next_changes(Cell.of(three, "x", model__name="linear"))
+    assert nxt == {"lr": pytest.approx(0.001 / 3, rel=1e-2), "seed": 0}
+    # seed 0 chose the rate: three other seeds are reported
+    assert next_changes(Cell.of(cell("linear", 0.07, long=False)[:3], "x", model__name="linear")) == [
+        {"seed": 1}, {"seed": 2}, {"seed": 3}]
+    # then 4x on every reported seed, at the chosen rate and half of it
+    assert next_changes(lin(0.07, long=False)) == [{"seed": s, "lr": lr, "epochs": 12.0}
+                                                    for s in (1, 2, 3) for lr in (BEST, BEST / 2)]
+    settled = lin(0.07)
+    assert settled.settled and not next_changes(settled) and settled.unsettled() == []
+    short = lin(0.9, long=False)  # learned, but below the ceiling: a shortfall is settled too
+    assert short.learned and len(next_changes(short)) == 6
+    assert lin(0.97, long=False).stable and not next_changes(lin(0.97, long=False))  # at the ceiling: no 4x
+
+
+@pytest.mark.parametrize("case, kw, words", [
+    ("4x gain on one seed", dict(seed_accs=[0.07, 0.07, 0.07], gain=0.2), "gained"),
+    ("4x fall (collapse)", dict(acc=0.7, gain=-0.6), "unstable"),
+    ("single-seed 4x rerun", dict(long_seeds=(1,)), "has none"),
+    ("4x still undertrained", dict(long_undertrained=True), "undertrained"),
+    ("two seeds", dict(seeds=(1, 2)), "needs 3 reported seeds"),
+    ("seeds disagree", dict(seed_accs=[0.9, 0.07, 0.9], acc=0.62), "needs 5 reported seeds"),
+])
+def test_every_branch_of_the_settledness_rule(case, kw, words):
+    kw = {"acc": 0.07, **kw}
+    c = lin(kw.pop("acc"), **kw)
+    assert not c.stable and not c.settled and not c.settled_below(0.99), case
+    assert words in "; ".join(c.unsettled()), (case, c.unsettled())
+
+
+def test_a_negative_gain_within_the_margin_is_settled_and_one_beyond_it_is_not():
+    assert lin(0.07, gain=-0.03).settled
+    assert not lin(0.5, gain=-0.2).stable
+
+
+def test_one_4x_rate_only_is_unsettled():
+    runs = [r for r in cell("linear", 0.07) if not (r.config["train"]["epochs"] == 12.0 and r.lr != BEST)]
+    c = Cell.of(runs, "x", model__name="linear")
+    assert not c.settled and "4x reruns at lr" in "; ".join(c.unsettled())
+    assert {x["lr"] for x in next_changes(c)} == {BEST / 2}
+
+
+def test_disagreeing_seeds_ask_for_more_seeds_and_say_k_of_n():
+    c = lin(0.62, seed_accs=[0.9, 0.07, 0.9])
+    assert c.seeds_learned == (2, 3) and c.seeds_disagree
+    assert next_changes(c) == [{"seed": 4}, {"seed": 5}]
+    assert "2 of 3 seeds learned" in c.figure()
+
+
+def test_a_best_rate_at_the_edge_is_unsettled():
+    runs = [r.model_copy(deep=True) for r in cell("linear", 0.07)]
+    for r in runs:
+        if r.lr == 0.01 and r.seed == 0:
+            r.metrics["val_accuracy"] = 0.5
+    c = Cell.of(runs, "x", model__name="linear")
+    assert c.at_edge and not c.settled and "beyond the best one" in "; ".join(c.unsettled())
+
+
+def test_comparisons_need_the_spreads_and_every_seed():
+    from evalsuite.reproduce.verdict import above, contradicted, higher, not_higher
+
+    strong = Cell.of(cell("softmax", 0.99), "s", model__name="softmax")
+    weak = lin(0.3)
+    assert higher(strong, weak) and above(strong, weak) is True and not contradicted(strong, weak)
+    # the mean gap is large but one paired seed goes the other way: not "higher"
+    mixed = Cell.of(cell("softmax", 0.0, seed_accs=[0.2, 0.99, 0.99]), "s", model__name="softmax")
+    weak_seeds = lin(0.0, seed_accs=[0.3, 0.3, 0.3])
+    assert not higher(mixed, weak_seeds)
+    # equal means but wide spreads: neither higher nor (confidently) not higher
+    wide = lin(0.3, spread=0.1)
+    assert not higher(wide, weak) and not not_higher(wide, weak)
+    assert not_higher(lin(0.3), weak) and contradicted(lin(0.3), weak)
+
+
+def test_everything_at_the_floor_is_settled_and_learns_nothing():
+    c = lin(1 / 16)
+    assert c.settled and not c.learned and c.seeds_learned == (0, 3)
 
 
 def test_next_configs_are_the_stored_run_with_one_change():
@@ -44,7 +116,7 @@ def test_next_configs_are_the_stored_run_with_one_change():
     stored = config.as_dict()
     runs = [RunRecord(run_id=config.run_id, config=stored, status="done",
                       metrics={"accuracy": 0.1, "val_accuracy": 0.1, "context_chance": 1 / 8})]
-    (nxt,) = Cell.of(runs, "x", model__name="linear").next_configs()  # one rate: a rate past it
+    (nxt,) = next_configs(Cell.of(runs, "x", model__name="linear"))  # one rate: a rate past it
     expected = {**stored, "train": {**stored["train"], "lr": nxt.train.lr}}
     assert nxt.train.lr != 0.003 and nxt.run_id == run_id(expected) and nxt.seed == 0
     assert nxt.as_dict()["task"] == stored["task"] and nxt.as_dict()["model"] == stored["model"]

@@ -2,6 +2,7 @@
 slowly (Katharopoulos et al. 2020, Figure 2)."""
 from __future__ import annotations
 
+from evalsuite.reproduce.cells import MIN_SEEDS
 from evalsuite.reproduce.experiment import Experiment, register
 from evalsuite.reproduce.protocol import CPU_LRS, PAPER_LRS, lrs, pair
 from evalsuite.reproduce.verdict import fmt, runnable, unsettled
@@ -21,9 +22,9 @@ def verdict(runs, probes, p, judge):
     if soft.loss >= LOW_LOSS:
         return judge.inconclusive(figures, f"positive control failed: softmax's test loss {fmt(soft.loss)} is not below "
                                            f"{LOW_LOSS}")
-    low = (True if lin.loss < LOW_LOSS and len(lin.seeds) >= 2 and len(soft.seeds) >= 2
+    low = (True if lin.loss < LOW_LOSS and len(lin.seeds) >= MIN_SEEDS and len(soft.seeds) >= MIN_SEEDS
            else False if lin.loss >= LOW_LOSS and lin.stable else None)
-    return judge.decide(figures, {f"both test losses below {LOW_LOSS}": low}, unsettled([lin]) or "a second seed",
+    return judge.decide(figures, {f"both test losses below {LOW_LOSS}": low}, unsettled([lin]) or f"{MIN_SEEDS} reported seeds",
                         can_run=runnable([soft, lin]))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from evalsuite.reproduce import frontier as fr
 from evalsuite.reproduce.cells import MARGIN, Cell
 from evalsuite.reproduce.experiment import Experiment, register
-from evalsuite.reproduce.verdict import higher
+from evalsuite.reproduce.verdict import contradicted, higher
 
 PARTS = ("Taylor linear", "sliding window")
 
@@ -15,7 +15,7 @@ def check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str]
     based = [c for c in fam["Based"] if c.present]
     if not based:
         return {"Based above its parts": None}, ["no finished Based run"]
-    top = max(based, key=lambda c: c.acc)
+    top = max(based, key=lambda c: c.val)  # the Based setting chosen by validation, never by test
     checks, figures = {}, [f"Based: {top.label} {top.acc:.3f} at {fr.state_text(top.state)} floats"]
     for part in PARTS:
         rivals = [c for c in fam[part] if c.present and c.state <= fr.EQUAL_STATE * top.state]
@@ -23,12 +23,12 @@ def check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str]
             checks[f"Based above {part} at no more state"] = None
             figures.append(f"{part}: no point with at most {fr.EQUAL_STATE}x Based's state")
             continue
-        rival = max(rivals, key=lambda c: c.acc)
+        rival = max(rivals, key=lambda c: c.val)  # shown; the check reads every rival
         figures.append(f"{part}: {rival.label} {rival.acc:.3f} at {fr.state_text(rival.state)} floats")
-        above_all = all(higher(top, r) and (r.stable or r.settled_below(top.acc - MARGIN)) for r in rivals)
+        above_all = all(higher(top, r) and top.stable and r.settled_below(top.acc - MARGIN) for r in rivals)
         checks[f"Based above {part} at no more state"] = (
             True if above_all
-            else False if top.stable and any(r.stable and r.acc >= top.acc - MARGIN for r in rivals) else None)
+            else False if any(contradicted(top, r) for r in rivals) else None)
     return checks, figures
 
 

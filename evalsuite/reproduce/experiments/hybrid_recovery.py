@@ -32,7 +32,7 @@ def verdict(runs, probes, p, judge):
     gap = soft.acc - lin.acc
     rec = {h.label: (h.acc - lin.acc) / gap if gap > 0 else math.nan for h in hybrids}
     figures.append("share of the elu+1-to-softmax gap recovered: " + ", ".join(f"{k} {v:.0%}" for k, v in rec.items()))
-    top = max(hybrids, key=lambda h: h.acc)
+    top = max(hybrids, key=lambda h: h.val)  # the pattern chosen by validation, then read on test
     fails = True if higher(soft, lin) and lin.settled_below(soft.acc - MARGIN) else None
     recovers = (True if rec[top.label] >= RECOVERED and top.learned
                 else False if all(h.settled_below(lin.acc + RECOVERED * gap) for h in hybrids) else None)

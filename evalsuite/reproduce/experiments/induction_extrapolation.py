@@ -46,7 +46,7 @@ def verdict(runs, probes, p, judge):
     checks = {f"softmax below {level:.3f} at {p['beyond']}x the training length and beyond": drops}
     return judge.decide(figures + [f"{label} holds the learned level at {p['beyond']}x and beyond: "
                                    f"{'yes' if h else 'no'} (reported, not judged)" for label, h in holds.items()],
-                        checks, unsettled([soft]) or "a second seed", can_run=runnable([soft]))
+                        checks, unsettled([soft]) or "more reported seeds", can_run=runnable([soft]))
 
 
 MODELS = [("softmax", "softmax", {}), ("delta", "delta", {})]

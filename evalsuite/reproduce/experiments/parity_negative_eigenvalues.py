@@ -37,15 +37,15 @@ def verdict(runs, probes, p, judge):
             figures.append(f"{c.label} at test lengths: " + ", ".join(f"T={T} {a:.3f}" for T, a in longest.items()))
     neg = cells["delta, beta in (0, 2)"]
     if not neg.learned_at(LEVEL) and not (neg.long_acc is not None and neg.long_acc >= LEVEL):
-        if neg.settled_below(LEVEL) or not neg.missing_for_settled():
+        if neg.settled_below(LEVEL) or not neg.unsettled():
             return judge.inconclusive(figures, f"positive control failed: the delta rule with beta in (0, 2) did not reach "
-                                               f"{LEVEL} with a full sweep, two seeds and 4x the budget, so the others' "
+                                               f"{LEVEL} with a full sweep, three seeds and 4x the budget on each, so the others' "
                                                "failure says nothing here")
     learns = True if neg.learned_at(LEVEL) and len(neg.seeds) >= MIN_SEEDS else None
     figures.append("published (docs/FINDINGS.md, finding 12; Grazzi et al. 2024): with eigenvalues in [-1, 1] "
                    "(beta in (0, 2)) the delta rule solves parity, which beta in (0, 1) cannot")
     return judge.decide(figures, {
-        f"delta, beta in (0, 2) reaches {LEVEL} (two seeds)": learns,
+        f"delta, beta in (0, 2) reaches {LEVEL} ({MIN_SEEDS} seeds)": learns,
         f"delta, beta in (0, 1) stays below {LEVEL}": does_not_learn(cells["delta, beta in (0, 1)"], LEVEL),
         f"elu+1 stays below {LEVEL}": does_not_learn(cells["elu+1"], LEVEL)}, unsettled(cs), can_run=runnable(cs))
 

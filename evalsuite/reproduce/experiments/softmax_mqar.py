@@ -1,7 +1,7 @@
 """Softmax attention solves MQAR at small width (docs/FINDINGS.md; Zoology, Figure 2)."""
 from __future__ import annotations
 
-from evalsuite.reproduce.cells import CEILING
+from evalsuite.reproduce.cells import CEILING, MIN_SEEDS
 from evalsuite.reproduce.experiment import Experiment, register
 from evalsuite.reproduce.protocol import CPU_BASE, CPU_SET, PAPER_BASE, PAPER_LRS, lrs, mqar, rows
 from evalsuite.reproduce.verdict import INCONCLUSIVE, runnable, unsettled
@@ -22,9 +22,9 @@ def verdict(runs, probes, p, judge):
     if not any(c.learned for c in cs):
         return judge.verdict(INCONCLUSIVE, figures, "positive control failed: softmax learned none of the settings, so "
                                                     "the training set-up, not the model, is in question")
-    checks = {f"{c.label} >= {NEAR_PERFECT}": (True if c.learned_at(NEAR_PERFECT) and len(c.seeds) >= 2
+    checks = {f"{c.label} >= {NEAR_PERFECT}": (True if c.learned_at(NEAR_PERFECT) and len(c.seeds) >= MIN_SEEDS
                                                else False if c.settled_below(NEAR_PERFECT) else None) for c in cs}
-    return judge.decide(figures, checks, unsettled(cs) or "a second seed", can_run=runnable(cs))
+    return judge.decide(figures, checks, unsettled(cs) or f"{MIN_SEEDS} reported seeds", can_run=runnable(cs))
 
 
 register(Experiment(
