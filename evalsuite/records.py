@@ -216,6 +216,7 @@ class Outcome(str, Enum):
     REPRODUCED = "reproduced"
     NOT_REPRODUCED = "not reproduced"
     INCONCLUSIVE = "inconclusive"
+    NOT_TESTED = "not tested"  # the runs test a different model or setting than the claim names
 
     def __str__(self) -> str:
         return self.value

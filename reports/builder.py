@@ -124,6 +124,43 @@ SCALAR_METRICS = ("accuracy", "val_accuracy", "floor", "floor_reader", "context_
                   "steps_per_s", "parameters", "state_size", "state_bytes_fp32", "seq_len")
 
 
+# what a verdict reads besides the scalars: accuracies on eval segments, the 4x reruns' flags, and
+# the analyses the sharpness verdict reads (so that a compact report re-derives its verdicts)
+VERDICT_ANALYSES = ("retrieval_layer", "sharpness", "sharpness_by_context")
+
+
+def _verdict_metrics(metrics: dict) -> dict:
+    out = {k: v for k, v in metrics.items() if k in SCALAR_METRICS or (k.startswith("eval_") and k.endswith("_accuracy"))}
+    analysis = metrics.get("analysis")
+    if isinstance(analysis, dict):
+        kept = {k: analysis[k] for k in VERDICT_ANALYSES if k in analysis}
+        if kept:
+            out["analysis"] = kept
+    return out
+
+
+def read_embedded(path: str | Path) -> dict:
+    """A report's embedded data (``#evalsuite-data``): ``runs`` (``RunRecord``), ``probes`` (a
+    DataFrame, empty without probes) and ``verdicts`` (``Verdict``), as the report was built from."""
+    text = Path(path).read_text()
+    start = text.index('<script type="application/json" id="evalsuite-data">')
+    start = text.index(">", start) + 1
+    data = json.loads(text[start:text.index("</script>", start)])  # "<" is escaped inside (``_json_for_script``)
+    return {"runs": [RunRecord.model_validate(r) for r in data["runs"]],
+            "probes": pd.DataFrame(data.get("probes") or []),
+            "verdicts": [Verdict.model_validate(v) for v in data.get("verdicts") or []],
+            "shown": shown_verdicts(text)}
+
+
+def shown_verdicts(text: str) -> dict[str, str]:
+    """Experiment name -> the outcome a report's verdict table shows (read from its HTML, for
+    reports made before verdicts were embedded as data)."""
+    import re
+
+    rows = re.findall(r"<tr><td><b>([^<]+)</b>.*?<td class=['\"]verdict-[a-z-]+['\"]>([^<]+)</td></tr>", text, flags=re.S)
+    return {name: status for name, status in rows}
+
+
 def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes: pd.DataFrame | None = None,
            plot_format: str = "png", verdicts: list[Verdict] | None = None, compact: bool = False) -> str:
     """``runs``: run records. ``probes``: capacity-probe rows (``evalsuite.analysis.capacity_probe``
@@ -131,7 +168,9 @@ def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes
     report). ``compact``: for a report that is committed or mailed; each run keeps
     its section (status, accuracy beside chance, scalars, configuration on one line) but not its
     training-curve image or environment, and the embedded data keeps each run's config and scalar
-    metrics, not its analyses and slices (the store holds those)."""
+    metrics, the eval-segment accuracies and the analyses a verdict reads (``VERDICT_ANALYSES``),
+    not the rest of its analyses and slices (the store holds those): a reproduction's compact
+    report re-derives its verdicts from its own data (``read_embedded``)."""
     if plot_format not in PLOT_FORMATS:
         raise ValueError(f"plot_format must be one of {PLOT_FORMATS}, got {plot_format!r}")
     runs = list(runs)
@@ -140,7 +179,7 @@ def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes
     views = [_view(r, compact=compact) for r in runs]  # what the template shows of each run
     raw = _clean([r.model_dump(mode="json", exclude={"history"}) for r in runs])
     if compact:
-        raw = [{**r, "metrics": {k: v for k, v in r["metrics"].items() if k in SCALAR_METRICS}} for r in raw]
+        raw = [{**r, "metrics": _verdict_metrics(r["metrics"])} for r in raw]
     data = ReportData(runs, summary, slices, probes, list(verdicts or []))
     built = [(section, section.build(data, plot_format)) for section in sections()]
     context = dict(

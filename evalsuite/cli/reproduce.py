@@ -15,12 +15,18 @@ from evalsuite.cli import common, main
 @click.option("--verdicts-only", is_flag=True, help="judge what the store holds; run nothing (the store is only read)")
 @click.option("-o", "--output", default=None, type=click.Path(),
               help="reproduction report [default: reports/reproduce-SCALE.html beside the store]")
+@click.option("--verdicts-from", "from_report", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="judge the runs embedded in this reproduce report (no store): re-derive a published report's "
+                   "verdicts with this version's rules")
+@click.option("--results", "results_path", default=None, type=click.Path(),
+              help="also write the verdicts as Markdown here (the committed copy: docs/RESULTS.md) "
+                   "[always written: reports/RESULTS-SCALE.md beside the store]")
 @click.option("--segment-minutes", default=None, type=click.FloatRange(min=1),
               help="start no run after this many minutes (runs in flight finish); the next invocation resumes. "
                    "A whole reproduction runs in segments of at most two hours (120)")
 @common.compact_option
 def reproduce(names, scale, list_only, executor, workers, address, device, store_path, threads, group, verdicts_only, output,
-              segment_minutes, compact):
+              from_report, results_path, segment_minutes, compact):
     """Run the experiments behind docs/FINDINGS.md (all, or NAMES: an experiment or a group such as
     `frontier`) and judge each from the stored results."""
     from evalsuite import files
@@ -36,9 +42,15 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
                        f"at cpu scale on 2 cores; about {e.minutes['paper']:g} GPU-min at paper scale")
         return
     experiments = rep.select(names)
+    if from_report:
+        _verdicts_from(from_report, experiments, scale, results_path, names)
+        return
     store = common.open_store(store_path, must_exist=verdicts_only)
     output = files.check_output(output or store.path.parent / "reports" / f"reproduce-{scale}.html", "--output",
                                 store=store.path)
+    results_paths = [files.check_output(store.path.parent / "reports" / f"RESULTS-{scale}.md", "--results", store=store.path)]
+    if results_path:
+        results_paths.append(files.check_output(results_path, "--results", store=store.path))
     if segment_minutes is not None and executor != "local":
         raise common.BadInput("--segment-minutes: works with --executor local only (Ray tasks cannot be held back)")
     segment_done = True
@@ -66,3 +78,32 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
     path = builder.write(runs, output, title=f"evalsuite: reproducing the literature ({scale} scale)",
                          probes=store.probes(), verdicts=verdicts, compact=compact)
     click.echo(f"report   {path} ({path.stat().st_size / 2**20:.1f} MiB, {len(runs)} runs)")
+    from evalsuite.reports.results_md import results_markdown
+
+    text = results_markdown(verdicts, scale=scale, command="evalsuite reproduce " + " ".join(names or ["(all)"])
+                            + f" --scale {scale}")
+    for target in results_paths:
+        files.write_text(target, text)
+        click.echo(f"results  {target}")
+
+
+def _verdicts_from(report: str, experiments, scale: str, results_path: str | None, names) -> None:
+    from evalsuite import files
+    from evalsuite.reports import builder
+    from evalsuite.reports.results_md import results_markdown
+
+    target = files.check_output(results_path, "--results") if results_path else None
+    data = builder.read_embedded(report)
+    shown = {v.name: v.status.value for v in data["verdicts"]} or data["shown"]
+    verdicts = [e.judge(data["runs"], data["probes"], scale) for e in experiments]
+    width = max(len(v.name) for v in verdicts) + 1
+    for v in verdicts:
+        was = shown.get(v.name)
+        click.echo(f"{v.name:<{width}}{v.status.value.upper()}" + (f"  (the report: {was})" if was else "")
+                   + (f"  ({v.why})" if v.why else ""))
+    if target:
+        files.write_text(target, results_markdown(
+            verdicts, scale=scale, shown=shown, shown_label="as the report showed it (the rules it was made with)",
+            source=f"the runs embedded in {report}",
+            command=f"evalsuite reproduce {' '.join(names)} --verdicts-from {report}".replace("  ", " ")))
+        click.echo(f"results  {target}")

@@ -29,7 +29,7 @@ def incomplete(cell) -> list[str]:
     lack = []
     if len(cell.rates) < MIN_RATES:
         lack.append(f"needs {MIN_RATES} learning rates (has {len(cell.rates)})")
-    elif cell.at_edge and not edge_at_limit(cell):
+    elif cell.at_edge and not edge_at_limit(cell) and not cell.at_ceiling:  # a figure at the ceiling needs no wider grid
         lack.append(f"needs a rate beyond the best one ({cell.best_lr:g}, at the edge of {cell.rates})")
     if len(cell.seeds) < cell.seeds_needed:
         k, n = cell.seeds_learned

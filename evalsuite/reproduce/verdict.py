@@ -17,7 +17,8 @@ from evalsuite.records import Outcome, Verdict
 from .cells import MARGIN, Cell
 from .escalation import next_changes
 
-REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = Outcome.REPRODUCED, Outcome.NOT_REPRODUCED, Outcome.INCONCLUSIVE
+REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTED = (Outcome.REPRODUCED, Outcome.NOT_REPRODUCED, Outcome.INCONCLUSIVE,
+                                                      Outcome.NOT_TESTED)
 WORD = {True: "yes", False: "no", None: "undecided"}
 
 
@@ -114,11 +115,15 @@ class Judge:
                                           f"nothing about the model")
 
     def decide(self, figures: list[str], checks: dict[str, bool | None], todo: str = "",
-               can_run: bool = True) -> Verdict:
+               can_run: bool = True, untested: str = "") -> Verdict:
         """Each clause is True (shown), False (contradicted by settled runs) or None (not decidable:
         a run it rests on is unsettled). Reproduced when every clause holds; not reproduced when
-        one is contradicted; otherwise inconclusive, saying what to run."""
+        one is contradicted; otherwise inconclusive, saying what to run. ``untested``: why these
+        runs test another model or setting than the claim names; then the outcome is "not tested"
+        whatever the clauses say (they are still shown)."""
         figures = figures + ["; ".join(f"{k}: {WORD[v]}" for k, v in checks.items())]
+        if untested:
+            return self.verdict(NOT_TESTED, figures, f"not tested: {untested}", checks)
         if all(v is True for v in checks.values()):
             return self.verdict(REPRODUCED, figures, checks=checks)
         if any(v is False for v in checks.values()):

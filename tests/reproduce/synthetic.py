@@ -53,8 +53,10 @@ def cell(model, acc, *, task="recall", d_model=64, seq_len=64, pairs=16, settled
 
 def sharp(entropy, ctx_entropies, mass=0.5):
     return {"retrieval_layer": {"layer": 0, "head": 0},
-            "sharpness": [{"layer": 0, "head": 0, "entropy": entropy, "answer_mass": mass}],
-            "sharpness_by_context": [{"layer": 0, "head": 0, "context": 10.0 * (i + 1), "entropy": e}
+            "sharpness": [{"layer": 0, "head": 0, "entropy": entropy, "answer_mass": mass, "norm_entropy": entropy / 3,
+                           "max_weight": mass, "topk_mass": mass}],
+            "sharpness_by_context": [{"layer": 0, "head": 0, "context": 10.0 * (i + 1), "entropy": e,
+                                      "norm_entropy": e / __import__("math").log(10.0 * (i + 1))}
                                      for i, e in enumerate(ctx_entropies)]}
 
 

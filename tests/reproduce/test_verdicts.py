@@ -136,3 +136,18 @@ def test_a_shortfall_that_4x_the_budget_closes_is_contradicted():
     assert v.status is Outcome.NOT_REPRODUCED and "falls short of softmax" in v.why
     h = judge("hybrid-recovery", hybrid(1.0, 0.38, 0.99, 0.1, gain=0.6))
     assert h.status is Outcome.INCONCLUSIVE and "nothing to recover" in h.why
+
+
+def test_runs_of_another_model_than_the_claim_say_not_tested():
+    """Softmax without positions cannot test a claim about attention with positions; ListOps at
+    length 64 cannot test LRA's gap at 2,000: "not tested", never "not reproduced"."""
+    from tests.reproduce.synthetic import retask
+
+    good, bad, *_ = CASES["induction-extrapolation"]
+    for runs in (good, bad):
+        v = judge("induction-extrapolation", retask(runs, "np", model={"positions": "none"}))
+        assert v.status is Outcome.NOT_TESTED and "positional" in v.why and v.checks
+    good, bad, *_ = CASES["listops-order"]
+    v = judge("listops-order", retask(bad, "short", task={"max_length": 64}))
+    assert v.status is Outcome.NOT_TESTED and "2,000" in v.why
+    assert judge("listops-order", retask(bad, "long", task={"max_length": 2000})).status is Outcome.NOT_REPRODUCED

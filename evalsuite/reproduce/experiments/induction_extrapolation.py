@@ -44,9 +44,13 @@ def verdict(runs, probes, p, judge):
                    "test to 1,024 (16x); our softmax has no positional encoding (a short convolution supplies order), "
                    "where the paper's attention variants used absolute, RoPE and xPos positions")
     checks = {f"softmax below {level:.3f} at {p['beyond']}x the training length and beyond": drops}
+    positions = {r.config["model"].get("positions") for r in soft.runs}
+    untested = ("the claim is about attention with positional encodings (absolute, RoPE, xPos), and these softmax "
+                "runs have none (model.positions=none; learned absolute positions cannot reach past the trained "
+                "length, and sinusoidal or rotary encodings are not implemented yet)") if positions == {"none"} else ""
     return judge.decide(figures + [f"{label} holds the learned level at {p['beyond']}x and beyond: "
                                    f"{'yes' if h else 'no'} (reported, not judged)" for label, h in holds.items()],
-                        checks, unsettled([soft]) or "more reported seeds", can_run=runnable([soft]))
+                        checks, unsettled([soft]) or "more reported seeds", can_run=runnable([soft]), untested=untested)
 
 
 MODELS = [("softmax", "softmax", {}), ("delta", "delta", {})]
