@@ -18,3 +18,14 @@ def test_a_compact_report_rederives_its_verdicts(tmp_path, name):
         again = rep.get(name).judge(data["runs"], data["probes"], "cpu")
         assert again.status == data["verdicts"][0].status == verdicts[0].status
         assert again.figures == data["verdicts"][0].figures and again.why == data["verdicts"][0].why
+
+
+def test_the_committed_subset_report_rederives_its_verdicts(repo_root):
+    """docs/subset-25/reproduce-subset.html (softmax-mqar and copy under the evidence method, real
+    runs): judging the runs it embeds gives exactly the verdicts it embeds."""
+    data = builder.read_embedded(repo_root / "docs" / "subset-25" / "reproduce-subset.html")
+    assert {v.name for v in data["verdicts"]} == {"softmax-mqar", "copy"}
+    for shown in data["verdicts"]:
+        again = rep.get(shown.name).judge(data["runs"], data["probes"], "cpu")
+        assert again.status == shown.status and again.figures == shown.figures and again.why == shown.why
+        assert all(len(f) for f in again.figures) and "3 of 3 seeds learned" in " ".join(again.figures)

@@ -171,7 +171,7 @@ def test_frontier_section_leads_and_marks_the_pareto_frontier():
     assert dict(rows) == {"delta": "600", "linear/elu1": "2300", "swa": "never"}
 
 
-def test_compact_report_keeps_each_run_but_not_its_curves_or_analyses(report_store):
+def test_compact_report_keeps_each_run_and_what_verdicts_read_but_not_curves_or_other_analyses(report_store):
     runs = Store(report_store.parent / "store.db").runs()
     full, compact = builder.render(runs), builder.render(runs, compact=True)
     assert len(compact) < len(full)
@@ -179,4 +179,8 @@ def test_compact_report_keeps_each_run_but_not_its_curves_or_analyses(report_sto
     for r in runs:
         assert f'id="run-{r.run_id}"' in compact  # every point of a plot still links to its run
     data = json.loads(compact[compact.index('id="evalsuite-data">') + 20:compact.index("</script>", compact.index('id="evalsuite-data">'))])
-    assert all("analysis" not in r["metrics"] and "accuracy" in r["metrics"] for r in data["runs"] if r["status"] == "done")
+    done = [r for r in data["runs"] if r["status"] == "done"]
+    # of the analyses, only what a verdict reads stays (builder.VERDICT_ANALYSES); slices go
+    assert all("accuracy" in r["metrics"] and "slices" not in r["metrics"]
+               and set(r["metrics"].get("analysis", {})) <= set(builder.VERDICT_ANALYSES) for r in done)
+    assert any(r["metrics"].get("analysis") for r in done)
