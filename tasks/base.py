@@ -143,13 +143,6 @@ class Task:
         """Readers particular to this task (name -> ``tasks.readers.Reader``), added to ``readers``."""
         return {}
 
-    def floor(self, test: Batch, train: Batch | None) -> tuple[float, str, dict[str, float]]:
-        """The best accuracy of a reader with no memory of what this task tests, on ``test``
-        (fitted readers learn from ``train``): ``(floor, reader, every reader's accuracy)``."""
-        from .readers import floor
-
-        return floor(self, test, train)
-
     # --- shared ------------------------------------------------------------------------------
     def generate(self, n: int, seed: int, cache_dir: str | os.PathLike | None = None) -> Batch:
         """``n`` examples; the same seed and parameters give identical tensors. ``cache_dir``: where

@@ -24,6 +24,7 @@ from evalsuite.models.feature_maps import FeatureMap
 from evalsuite.models.state import state_size
 from evalsuite.records import RunRecord, Status
 from evalsuite.tasks import IGNORE, Batch
+from evalsuite.tasks import readers
 from evalsuite.tasks.base import FLOOR_WARNING, majority_rate
 
 from . import branch
@@ -318,7 +319,7 @@ class TrainingState:
             slices.extend({"split": f"eval_{i}", **s}
                           for s in ev.get("slices") or [{"accuracy": ev["accuracy"], "graded": ev["graded"]}])
         head_task = self.tasks[0]
-        floor, reader, _ = head_task.floor(data["test"], data["train"])
+        floor, reader, _ = readers.floor(head_task, data["test"], data["train"])
         if floor > FLOOR_WARNING:
             self.warnings.append(f"the floor is {floor:.3f} ({reader}): a reader with no memory of what {head_task.name} "
                                  f"tests scores above {FLOOR_WARNING} here, so this setting leaves little to learn")
