@@ -63,13 +63,17 @@ def sharp(entropy, ctx_entropies, mass=0.5):
 NO_PROBES = pd.DataFrame()
 
 
-def probes(knees, ran_out=(), max_steps=4000, seeds=(0, 1)):
-    """Probe rows with the given knees; memories in ``ran_out`` used their whole step budget at
+CPU_PAIRS = (4, 8, 12, 16, 20, 24, 32, 40, 48, 64, 96, 128)
+
+
+def probes(knees, ran_out=(), max_steps=4000, seeds=(0, 1), grid=CPU_PAIRS):
+    """Probe rows of memories that hold ``k`` pairs: every S up to k retrieved, then k of the S
+    (accuracy k / S; 0: nothing retrieved); memories in ``ran_out`` used their whole step budget at
     every S that failed (they may still have been learning), the others stopped by the paper's rule."""
     rows = []
     for memory, k in knees.items():
-        for s in (4, 8, 12, 16, 24, 32, 48, 64):
-            acc = 1.0 if s <= k else 1 / s
+        for s in grid:
+            acc = 1.0 if s <= k else k / s
             steps = max_steps if (s > k and memory in ran_out) else 1000
             rows += [{"memory": memory, "pairs": s, "accuracy": acc, "trained": True, "setting": 1, "d_key": 16,
                       "variant": "schlag", "seed": seed, "steps": steps, "max_steps": max_steps} for seed in seeds]

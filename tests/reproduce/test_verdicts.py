@@ -58,29 +58,55 @@ def test_induction_reports_every_test_length():
     assert "T=1024 0.070" in text and "T=1024 0.800" in text and "Deviations" in text
 
 
+MEMS = ("linear/elu1", "linear/dpfp(nu=1)", "linear/dpfp(nu=2)", "linear/dpfp(nu=3)", "softmax")
+
+
+def caps(*ks):
+    return dict(zip(MEMS, ks))
+
+
 def test_capacity_verdict_every_outcome():
-    good = probes({"linear/elu1": 12, "linear/dpfp(nu=1)": 24, "linear/dpfp(nu=2)": 48, "linear/dpfp(nu=3)": 64, "softmax": 64})
-    bad = probes({"linear/elu1": 4, "linear/dpfp(nu=1)": 24, "linear/dpfp(nu=2)": 16, "linear/dpfp(nu=3)": 8, "softmax": 32})
-    assert judge("capacity-knee", [], good).status is Outcome.REPRODUCED
-    v = judge("capacity-knee", [], bad)
-    assert v.status is Outcome.NOT_REPRODUCED and "DPFP" in v.why and "softmax" in v.why
+    """d_key 16: d' is 16 for elu+1 and 32, 64, 96 for DPFP nu = 1, 2, 3; a memory holding k pairs
+    retrieves k of every S past k (accuracy k / S)."""
+    good = probes(caps(16, 32, 64, 96, 10**6))
+    v = judge("capacity-knee", [], good)
+    assert v.status is Outcome.REPRODUCED, (v.why, v.figures)
+    assert "16.0 of d' = 16" in v.figures[0] and "96.0 of d' = 96" in v.figures[0]
+    bad = probes(caps(4, 32, 16, 8, 32))  # elu+1 holds 4 of 16; nu=2, 3 hold fewer than nu=1; softmax has a limit
+    w = judge("capacity-knee", [], bad)
+    assert w.status is Outcome.NOT_REPRODUCED and "grow with d'" in w.why and "softmax" in w.why
     assert judge("capacity-knee", [], NO_PROBES).status is Outcome.INCONCLUSIVE
-    at_chance = probes({m: 0 for m in ("linear/elu1", "linear/dpfp(nu=1)", "linear/dpfp(nu=2)", "linear/dpfp(nu=3)", "softmax")})
-    assert judge("capacity-knee", [], at_chance).status is Outcome.INCONCLUSIVE
-    other_dkey = good.assign(d_key=64)  # probes of another d_key are not pooled in
-    assert judge("capacity-knee", [], other_dkey).status is Outcome.INCONCLUSIVE
-    tied = good.assign(variant="tied")  # nor rows of the earlier probe
-    assert judge("capacity-knee", [], tied).status is Outcome.INCONCLUSIVE
-    # nu=1 no further out than elu+1: contradicted when settled, undecided while its failing S ran out of steps
-    flat = {"linear/elu1": 12, "linear/dpfp(nu=1)": 12, "linear/dpfp(nu=2)": 48, "linear/dpfp(nu=3)": 64, "softmax": 64}
+    assert judge("capacity-knee", [], probes(caps(0, 0, 0, 0, 0))).status is Outcome.INCONCLUSIVE  # at the floor
+    assert judge("capacity-knee", [], good.assign(d_key=64)).status is Outcome.INCONCLUSIVE  # another d_key: not pooled
+    assert judge("capacity-knee", [], good.assign(variant="tied")).status is Outcome.INCONCLUSIVE
+    # nu=1 holds no more than elu+1: contradicted when settled, undecided while its failing S ran out of steps
+    flat = caps(16, 16, 64, 96, 10**6)
     assert judge("capacity-knee", [], probes(flat)).status is Outcome.NOT_REPRODUCED
     open_ = judge("capacity-knee", [], probes(flat, ran_out=("linear/dpfp(nu=1)",)))
     assert open_.status is Outcome.INCONCLUSIVE and "4x the steps" in open_.why
-    longer = probes({"linear/dpfp(nu=1)": 24}, ran_out=("linear/dpfp(nu=1)",), max_steps=16000)
+    longer = probes({"linear/dpfp(nu=1)": 32}, ran_out=("linear/dpfp(nu=1)",), max_steps=16000)
     settled = pd.concat([probes(flat, ran_out=("linear/dpfp(nu=1)",)), longer])  # the 4x probe decides
     assert judge("capacity-knee", [], settled).status is Outcome.REPRODUCED
     one_seed = judge("capacity-knee", [], probes(flat, seeds=(0,)))  # a failure on one seed is not settled
     assert one_seed.status is Outcome.INCONCLUSIVE and "a second seed" in one_seed.why
+
+
+def test_capacity_needs_a_grid_past_the_feature_dimension():
+    """The old grid (S to 64) never passes DPFP nu=2's d' = 64: undecided, and it says what to probe."""
+    v = judge("capacity-knee", [], probes(caps(16, 32, 64, 96, 10**6), grid=(4, 8, 12, 16, 24, 32, 48, 64)))
+    assert v.status is Outcome.INCONCLUSIVE and "probe S past d'" in v.why and "nu=2" in v.why
+
+
+def test_capacity_is_pairs_retrieved_not_the_knee():
+    """The issue's case: elu+1 and DPFP nu=1 both fall below 0.99 after S = 12 (their knees tie on
+    this grid), yet past S = d' elu+1 retrieves about 16 pairs and nu=1 about 32."""
+    rows = probes(caps(16, 32, 64, 96, 10**6))
+    for memory, held in (("linear/elu1", 16), ("linear/dpfp(nu=1)", 32)):
+        at = (rows.memory == memory) & (rows.pairs == 16)
+        rows.loc[at, "accuracy"] = 0.95  # both just miss 0.99 at S = 16: the same knee, 12
+    v = judge("capacity-knee", [], rows)
+    assert v.checks["retrieved pairs grow with d' (elu+1 < DPFP nu=1 < nu=2 < nu=3)"] is True
+    assert "32.0 of d' = 32" in v.figures[0]
 
 
 def test_delta_verdict_tests_the_small_width_clause():
