@@ -185,8 +185,10 @@ def _schlag_batch(n, S, setting, gen, device, all_queries=False):
 
 def schlag_probe(memory: str, d_key: int, pairs, *, feature_map=None, feature_map_options=None, setting: int = 1,
                  steps: int = 4000, batch_size: int = 32, lr: float = 1e-3, test_sequences: int = 20, seed: int = 0,
-                 device: str = "cpu", echo=None) -> pd.DataFrame:
-    """The trained probe as in Schlag et al. 2021, 6.1 (module docstring); one row per S."""
+                 device: str = "cpu", echo=None, min_steps: int = 0) -> pd.DataFrame:
+    """The trained probe as in Schlag et al. 2021, 6.1 (module docstring); one row per S.
+    ``min_steps``: no stop on patience before this step (a probe rerun at 4x the steps must get
+    them; reaching the loss target still stops it)."""
     pairs = _check(memory, d_key, pairs)
     dev = torch.device(device)
     rows = []
@@ -212,7 +214,7 @@ def schlag_probe(memory: str, d_key: int, pairs, *, feature_map=None, feature_ma
                     best, strikes = (val_loss, val_acc), 0
                 else:
                     strikes += 1
-                if val_loss <= 0.001 or strikes > 10:
+                if val_loss <= 0.001 or (strikes > 10 and step >= min_steps):
                     break
         loss_value, acc = best
         rows.append(_row(memory, feature_map, feature_map_options, d_key, S, acc, loss_value, True, setting,

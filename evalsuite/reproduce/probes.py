@@ -94,7 +94,8 @@ def run_probes(calls: list[dict], store, echo=print) -> None:
             echo(f"  probe {probe_name(call)} again ({'4x the steps' if need == 'steps' else 'a second seed'}), "
                  f"S in {pairs}, {steps} steps, seeds {seeds}")
             for seed in seeds:
+                more = {"min_steps": steps} if need == "steps" and call.get("variant", "schlag") == "schlag" else {}
                 store.add_probes(capacity_probe(trained=True, echo=echo, **{**call, "pairs": pairs, "steps": steps,
-                                                                            "seed": seed}))
+                                                                            "seed": seed, **more}))  # 4x: no patience stop
         if not pending_any:
             return

@@ -258,3 +258,13 @@ def test_long_sequences_are_analysed_on_fewer_examples(monkeypatch):
     monkeypatch.setattr(runs, "ANALYSIS_BYTES", 4 * 32 * 32 * 2 * 5)  # room for 5 examples at T 32
     record = evalsuite.run("recall", "linear", preset="tiny", store=False)
     assert record.metrics["analysis"]["examples"] == 5
+
+
+def test_a_probe_given_more_steps_is_not_stopped_by_patience_before_them():
+    """``min_steps``: the 4x-steps rerun of a failing S trains every step it was given (only the
+    loss target may stop it earlier): the capacity-knee issue's probe stopped on patience instead."""
+    from evalsuite.analysis.capacity import schlag_probe
+
+    row = schlag_probe("linear", 4, [24], feature_map="elu1", steps=1200, min_steps=1200, batch_size=4,
+                       test_sequences=4).iloc[0]
+    assert row.steps == 1200 or row.loss <= 0.001
