@@ -114,22 +114,3 @@ def test_attention_view_reproduces_the_mixer_output(case):
     torch.testing.assert_close(mixer.out(mixed), mixer(x), rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("kernel, T", [(1, 5), (3, 2), (4, 17), (4, 64)])
-def test_short_conv_equals_causal_depthwise_conv1d(kernel, T):
-    """The shifted multiply-adds against ``conv1d`` itself (padding k-1, first T outputs), in
-    float64, forward and gradients."""
-    from evalsuite.models.backbone import ShortConv
-
-    torch.manual_seed(0)
-    conv = ShortConv(6, kernel).double()
-    torch.nn.init.normal_(conv.conv.bias)
-    x = torch.randn(3, T, 6, dtype=torch.float64, requires_grad=True)
-    ours = conv(x)
-    ref = torch.nn.functional.conv1d(x.transpose(1, 2), conv.conv.weight, conv.conv.bias, padding=kernel - 1,
-                                     groups=6)[..., :T].transpose(1, 2)
-    torch.testing.assert_close(ours, ref, rtol=1e-12, atol=1e-12)
-    g = torch.randn_like(ref)
-    a = torch.autograd.grad(ours, (x, conv.conv.weight, conv.conv.bias), g)
-    b = torch.autograd.grad(ref, (x, conv.conv.weight, conv.conv.bias), g)
-    for u, v in zip(a, b):
-        torch.testing.assert_close(u, v, rtol=1e-12, atol=1e-12)
