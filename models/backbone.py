@@ -1,6 +1,7 @@
 """The language-model backbone every mixer plugs into.
 
-token embedding (+ optional learned positions) -> n_layers x [pre-norm mixer block, optional
+token embedding (+ learned or sinusoidal absolute positions; rotary ones act inside attention
+mixers, models/positions.py) -> n_layers x [pre-norm mixer block, optional
 pre-norm MLP block] -> final norm -> output head tied to the embedding. An optional short causal
 depthwise convolution runs before each mixer (the Based/DeltaNet recipe that makes small models
 learn recall quickly).
@@ -17,6 +18,7 @@ from torch import nn
 
 from evalsuite.params import Params
 
+from . import positions as pe
 from .conv import causal_depthwise_conv
 from .feature_maps import FeatureMap
 
@@ -30,7 +32,9 @@ class MixerOptions(Params):
 class BackboneOptions(Params):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    positions: Literal["learned", "none"] = Field("learned", description="learned absolute positions, or none (order comes from the convolution)")
+    positions: Literal["learned", "none", "sinusoidal", "rope", "xpos"] = Field(
+        "learned", description="learned absolute positions; none (order comes from the convolution); sinusoidal absolute; "
+                               "rope or xpos (rotary, on the queries and keys of attention layers)")
     max_len: int | None = Field(None, ge=1, description="longest sequence for learned positions (default: the task's seq_len)")
     mlp_ratio: float = Field(0.0, ge=0, description="MLP hidden size / d_model; 0 disables the MLP")
     conv_kernel: int = Field(4, ge=0, le=16, description="short causal depthwise convolution before each mixer; 0 disables")
@@ -61,6 +65,7 @@ class Mixer(nn.Module):
 
     Options: ClassVar[type[MixerOptions]] = MixerOptions
     uses_feature_map: ClassVar[bool] = False
+    rotary: ClassVar[bool] = False  # applies ``self.rotary_kind`` (rope / xpos) to its queries and keys
 
     def __init__(self, d_model: int, n_heads: int, options: MixerOptions, feature_map=None):
         super().__init__()
@@ -68,6 +73,13 @@ class Mixer(nn.Module):
             raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
         self.d_model, self.n_heads, self.head_dim = d_model, n_heads, d_model // n_heads
         self.options = options
+        self.rotary_kind: str | None = None  # set by the LanguageModel when positions are rotary
+
+    def rotate(self, q, k, start: int = 0):
+        """Queries and keys ``[B, H, T, d]`` at positions ``start ..``, rotated when positions are rotary."""
+        if self.rotary_kind is None:
+            return q, k
+        return pe.rotate(q, start, self.rotary_kind, "q"), pe.rotate(k, start, self.rotary_kind, "k")
 
     def split_heads(self, x):  # [B, T, H*d] -> [B, H, T, d]
         B, T, _ = x.shape
@@ -181,6 +193,14 @@ class LanguageModel(nn.Module):
             if backbone.max_len is None:
                 raise ValueError("positions='learned' needs max_len (the longest sequence the model will see)")
             self.pos = nn.Embedding(backbone.max_len, d_model)
+        if backbone.positions in pe.ROTARY:
+            takers = [m for m in mixers if m.rotary]
+            if not takers:
+                raise ValueError(f"positions={backbone.positions!r} rotates the queries and keys of attention layers, "
+                                 f"and these layers ({', '.join(sorted({type(m).__name__ for m in mixers}))}) have none; "
+                                 f"use positions=sinusoidal, learned or none")
+            for m in takers:  # a hybrid's attention layers; its fixed-state layers keep the convolution's order
+                m.rotary_kind = backbone.positions
         self.blocks = nn.ModuleList(Block(d_model, m, backbone.conv_kernel, backbone.mlp_ratio) for m in mixers)
         self.norm = nn.LayerNorm(d_model)
         self.apply(_init_weights)
@@ -197,6 +217,8 @@ class LanguageModel(nn.Module):
                 raise ValueError(f"sequence length {T} exceeds the {self.pos.num_embeddings} learned positions "
                                  f"this model was built with; use model.positions=none to test length extrapolation")
             x = x + self.pos.weight[:T]
+        elif self.backbone.positions == "sinusoidal":
+            x = x + pe.sinusoidal(torch.arange(inputs.shape[1], device=inputs.device), self.d_model).to(x.dtype)
         for block in self.blocks:
             x = block(x)
         return self.norm(x)
@@ -227,6 +249,8 @@ class LanguageModel(nn.Module):
             if t >= self.pos.num_embeddings:
                 raise ValueError(f"position {t} exceeds the {self.pos.num_embeddings} learned positions")
             x = x + self.pos.weight[t]
+        elif self.backbone.positions == "sinusoidal":
+            x = x + pe.sinusoidal(torch.tensor([t], device=tokens.device), self.d_model)[0].to(x.dtype)
         layers = []
         for block, layer_state in zip(self.blocks, state["layers"]):
             x, layer_state = block.step(x, layer_state)

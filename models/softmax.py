@@ -11,7 +11,10 @@ from .backbone import AttentionView, Mixer
 
 @MODELS.register("softmax")
 class SoftmaxAttention(Mixer):
-    """Multi-head causal attention through ``scaled_dot_product_attention``; decodes with a KV cache."""
+    """Multi-head causal attention through ``scaled_dot_product_attention``; decodes with a KV cache
+    (of rotated keys when positions are rotary)."""
+
+    rotary = True
 
     def __init__(self, d_model, n_heads, options, feature_map=None):
         super().__init__(d_model, n_heads, options)
@@ -20,10 +23,12 @@ class SoftmaxAttention(Mixer):
 
     def forward(self, x):
         q, k, v = (self.split_heads(t) for t in self.qkv(x).chunk(3, dim=-1))
+        q, k = self.rotate(q, k)
         return self.out(self.merge_heads(F.scaled_dot_product_attention(q, k, v, is_causal=True)))
 
     def attention(self, x):
         q, k, v = (self.split_heads(t) for t in self.qkv(x).chunk(3, dim=-1))
+        q, k = self.rotate(q, k)
         T = x.shape[1]
         scores = (q @ k.transpose(-1, -2)) / self.head_dim ** 0.5
         mask = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
@@ -41,6 +46,7 @@ class SoftmaxAttention(Mixer):
         if n >= cache.shape[3]:
             raise ValueError(f"KV cache is full ({n} tokens); pass a larger max_len to init_state")
         q, k, v = (t.view(x.shape[0], self.n_heads, 1, self.head_dim) for t in self.qkv(x).chunk(3, dim=-1))
+        q, k = self.rotate(q, k, start=n)
         cache[0, :, :, n], cache[1, :, :, n] = k[:, :, 0], v[:, :, 0]  # written in place: the cache is the state
         o = F.scaled_dot_product_attention(q, cache[0, :, :, :n + 1], cache[1, :, :, :n + 1])
         return self.out(o.reshape(x.shape[0], self.d_model)), {"cache": cache, "length": n + 1}

@@ -51,6 +51,8 @@ def sliding_window_attention(q, k, v, window: int):
 class SlidingWindowAttention(Mixer):
     """Causal softmax attention within a sliding window; its state is the window's KV cache."""
 
+    rotary = True
+
     Options = SWAOptions
 
     def __init__(self, d_model, n_heads, options: SWAOptions, feature_map=None):
@@ -60,10 +62,12 @@ class SlidingWindowAttention(Mixer):
 
     def forward(self, x):
         q, k, v = (self.split_heads(t) for t in self.qkv(x).chunk(3, dim=-1))
+        q, k = self.rotate(q, k)
         return self.out(self.merge_heads(sliding_window_attention(q, k, v, self.options.window)))
 
     def attention(self, x):
         q, k, v = (self.split_heads(t) for t in self.qkv(x).chunk(3, dim=-1))
+        q, k = self.rotate(q, k)
         scores = (q @ k.transpose(-1, -2)).float() / self.head_dim ** 0.5
         allowed = band_mask(x.shape[1], self.options.window, x.device)
         return AttentionView(torch.softmax(scores.masked_fill(~allowed, -torch.inf), -1), k, v)
@@ -79,6 +83,7 @@ class SlidingWindowAttention(Mixer):
         cache, n = state["cache"], state["length"]
         size = cache.shape[3]
         q, k, v = (t.view(x.shape[0], self.n_heads, 1, self.head_dim) for t in self.qkv(x).chunk(3, dim=-1))
+        q, k = self.rotate(q, k, start=n)
         slot = n % size  # the oldest entry leaves the window (order does not matter to softmax)
         cache[0, :, :, slot], cache[1, :, :, slot] = k[:, :, 0], v[:, :, 0]
         filled = min(n + 1, size)

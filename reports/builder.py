@@ -74,6 +74,8 @@ def summarize(runs: list[RunRecord]) -> list[dict]:
             "anchor": anchor.run_id, "task": task["name"], "seq_len": task.get("seq_len"),
             "pairs": task.get("num_kv_pairs"), "model": model_label(cfg), "d_model": cfg["model"]["d_model"],
             "n_layers": cfg["model"]["n_layers"], "state_size": anchor.metrics.get("state_size"),
+            "state_zoology": (zoology_units(anchor.metrics["state_size"], cfg["model"])
+                              if anchor.metrics.get("state_size") else None),
             "best_lr": best_lr, "lrs": len(selection.by_rate(done)), "accuracy": acc.mean if acc.n else None,
             "accuracy_std": acc.std, "val_accuracy": selection.figure(best, "val_accuracy").mean if best else None, "accuracy_seeds": list(acc.values), "seeds": acc.n,
             "chance": _aggregate(best, "floor") if any("floor" in r.metrics for r in best) else _aggregate(best, "context_chance"),

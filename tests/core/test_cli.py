@@ -38,6 +38,8 @@ def test_run_prints_summary_records_and_reports(tmp_path, store_path):
     (["--task", "recall", "--model", "linear", "--feature-map", "eluu"], "unknown feature map 'eluu'"),
     (["--task", "recall", "--model", "linear", "--seed", "-3"], "--seed"),
     (["--task", "recall", "--model", "linear", "--device", "tpu"], "--device"),
+    (["--task", "recall", "--model", "linear", "--set", "model.positions=rope"], "positions='rope' rotates"),
+    (["--task", "recall", "--model", "linear", "--set", "model.positions=alibi"], "model.positions"),
 ])
 def test_bad_input_exits_2_and_writes_nothing(store_path, args, message):
     res = CliRunner().invoke(main, ["run", *args, "--store", str(store_path)])

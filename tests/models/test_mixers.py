@@ -23,6 +23,11 @@ VARIANTS = {
     "gla-chunked": dict(name="gla", gate="vector", chunk_size=4),
     "swa-window-4": dict(name="swa", window=4),
     "based-small": dict(name="based", window=3, feature_dim=4),
+    "softmax-sinusoidal": dict(name="softmax", positions="sinusoidal"),
+    "softmax-rope": dict(name="softmax", positions="rope"),
+    "softmax-xpos": dict(name="softmax", positions="xpos"),
+    "swa-rope-window-4": dict(name="swa", window=4, positions="rope"),
+    "hybrid-LS-xpos": dict(name="hybrid", pattern="LS", positions="xpos"),
 }
 CASES = {**{name: dict(name=name) for name in NAMES}, **VARIANTS}  # every registered mixer, then the variants
 
@@ -84,7 +89,7 @@ def test_state_size_is_what_decoding_carries(case):
     """``state_size(T)`` per sequence equals the floats of the decoding state after T tokens, for T
     inside and past a window."""
     options = dict(CASES[case])
-    model = build(options.pop("name"), positions="none", **options)
+    model = build(options.pop("name"), **{"positions": "none", **options})
     for T in (3, 20):
         state = model.init_state(1, max_len=T)
         with torch.no_grad():

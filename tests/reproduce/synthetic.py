@@ -198,12 +198,20 @@ def parity(neg, pos, lin, **kw):
 SEGMENTS = [{"seq_len": 128}, {"seq_len": 256}, {"seq_len": 1024}]
 
 
-def induction(soft, soft_long, delta_acc, delta_long, **kw):
+def induction(soft, soft_long, delta_acc, delta_long, encodings=("sinusoidal", "rope", "xpos"), **kw):
+    """Softmax with each encoding in ``encodings`` at ``soft`` on the training
+    length and ``soft_long`` on the three test lengths (per encoding when a dict), plus the reported
+    cells: softmax without positions and the delta rule."""
     def one(model, acc, long_accs, **more):
         metrics = {f"eval_{i}_accuracy": a for i, a in enumerate(long_accs)}
         return retask(cell(model, acc, task="induction", **more), "", {"eval_segments": SEGMENTS, "num_kv_pairs": None},
                       metrics=metrics)
-    return one("softmax", soft, soft_long, **kw) + one("delta", delta_acc, delta_long)
+    runs = []
+    for pos in encodings:
+        long = soft_long[pos] if isinstance(soft_long, dict) else soft_long
+        runs += one("softmax", soft, long, positions=pos, conv_kernel=4, **kw)
+    return (runs + one("softmax", soft, [1.0, 1.0, 1.0], positions="none", conv_kernel=4)
+            + one("delta", delta_acc, delta_long, positions="none", conv_kernel=4))
 
 
 CASES.update({

@@ -52,6 +52,18 @@ def test_parity_without_the_positive_control_is_inconclusive():
     assert "Grazzi" in figures
 
 
+def test_induction_judges_each_encoding():
+    """One encoding that holds far beyond the training length contradicts the claim for attention
+    with positions; the reported cells (no positions, delta) never decide it."""
+    short = [1.0, 0.3, 0.07]
+    v = judge("induction-extrapolation", induction(1.0, {"sinusoidal": short, "rope": short, "xpos": [1.0, 1.0, 0.99]},
+                                                   1.0, [1.0, 1.0, 1.0]))
+    assert v.status is Outcome.NOT_REPRODUCED
+    assert [k for k, ok in v.checks.items() if ok is False] == ["softmax, xPos below 0.533 at 4x the training length and beyond"]
+    v = judge("induction-extrapolation", induction(1.0, short, 0.07, [0.07] * 3))
+    assert v.status is Outcome.REPRODUCED and "delta holds the learned level at 4x and beyond: no" in " ".join(v.figures)
+
+
 def test_induction_reports_every_test_length():
     v = judge("induction-extrapolation", induction(1.0, [1.0, 0.3, 0.07], 1.0, [1.0, 0.9, 0.8]))
     text = " ".join(v.figures)

@@ -1,5 +1,22 @@
-"""On induction heads, softmax attention generalises to at most about 2x its training length
-(Mamba, Gu and Dao 2023, Table 2; docs/FINDINGS.md, finding 11)."""
+"""On induction heads, softmax attention with positional encodings generalises to at most about 2x
+its training length (Mamba, Gu and Dao 2023, Table 2; docs/FINDINGS.md, finding 11).
+
+The claim is about attention with positions, so the judged cells are softmax with each encoding
+the paper's attention variants used (absolute, RoPE, xPos; models/positions.py). Learned
+absolute positions cannot run past the trained length at all, so "absolute" is the sinusoidal
+table. Softmax without positions and the delta rule are reported beside them, not judged. Runs
+that have no positioned softmax say "not tested".
+
+Deviation: every cell keeps the backbone's short convolution (kernel 4), where the paper's
+attention variants are plain multi-head attention. Without it no positioned softmax learned the
+task in the CPU budget (measured, seed 0, lr 3e-3, 1,875 steps: RoPE 0.108, sinusoidal 0.064,
+floor 0.150); with it RoPE reached 1.0 in 150 steps. The judged and reported softmax cells then
+differ only in their positions.
+
+The shortfall read here is accuracy at lengths beyond training; at the training length every
+judged cell reaches the ceiling and stops early on validation, so a 4x budget trains no further
+and the 4x rule does not apply (``Cell.settled`` is not asked).
+"""
 from __future__ import annotations
 
 from evalsuite.reproduce.cells import LEARNED_FRACTION, MIN_SEEDS, Cell, eval_accuracies
@@ -10,58 +27,80 @@ from evalsuite.reproduce.verdict import runnable, unsettled
 
 def cells_by_model(runs, p) -> dict[str, Cell]:
     where = {"task__name": "induction", "task__seq_len": p["seq_len"], "model__d_model": p["d_model"]}
-    return {label: Cell.of(runs, label, model__name=model, **more, **where) for label, model, more in p["models"]}
+    return {label: Cell.of(runs, label, model__name=model, model__positions=positions, model__conv_kernel=conv, **where)
+            for label, model, positions, conv in p["models"]}
+
+
+def drops(cell: Cell, level: float, far: list[int]) -> bool | None:
+    """False when the best rate's reported seeds (MIN_SEEDS or more) all hold ``level`` at every
+    far length; True when every run of the cell (every rate, seed and budget) falls below it at
+    each far length; None otherwise (too few seeds, or runs on both sides)."""
+    if len(cell.seeds) < MIN_SEEDS:
+        return None
+    if all(all(a.get(T, 0.0) >= level for T in far) for a in map(eval_accuracies, cell.best_runs)):
+        return False
+    if all(all(a.get(T, 1.0) < level for T in far) for a in map(eval_accuracies, cell.runs)):
+        return True
+    return None
 
 
 def verdict(runs, probes, p, judge):
     cells = cells_by_model(runs, p)
-    if (v := judge.missing(list(cells.values()))):
+    judged = [cells[label] for label in p["judged"]]
+    reported = [c for label, c in cells.items() if label not in p["judged"]]
+    if not any(c.present for c in judged) and any(c.present for c in reported):
+        return judge.decide([c.figure() for c in cells.values() if c.present],
+                            {f"{c.label} below the learned level far beyond the training length": None for c in judged},
+                            untested="the claim is about attention with positional encodings (absolute, RoPE, xPos), and "
+                                     "these runs have no positioned softmax (model.positions=none; learned absolute "
+                                     "positions cannot reach past the trained length); run `evalsuite reproduce "
+                                     "induction-extrapolation` for the sinusoidal, RoPE and xPos cells")
+    if (v := judge.missing(judged)):
         return v
-    figures = [c.figure() for c in cells.values()]
-    by_len = {label: c.eval_accuracies() for label, c in cells.items()}
+    shown = [c for c in cells.values() if c.present]
+    figures = [c.figure() for c in shown]
+    by_len = {c.label: c.eval_accuracies() for c in shown}
     for label, accs in by_len.items():
         figures.append(f"{label}, trained at T={p['seq_len']}, tested at: " + ", ".join(f"T={T} {a:.3f}" for T, a in accs.items()))
-    soft = cells["softmax"]
-    if (v := judge.control(soft, figures)):
-        return v
-    level = soft.floor + LEARNED_FRACTION * (1 - soft.floor)
-    far = [T for T in by_len["softmax"] if T >= p["beyond"] * p["seq_len"]]
+    for c in judged:
+        if (v := judge.control(c, figures)):
+            return v
+    far = sorted({T for c in judged for T in by_len[c.label] if T >= p["beyond"] * p["seq_len"]})
     if not far:
         return judge.inconclusive(figures, f"no test length of at least {p['beyond']}x the training length")
-    # contradicted when the best rate's seeds (two or more) all hold the learned level at every far
-    # length; shown when every run of the cell (every rate, seed and budget) falls below it there
-    seeds_ok = len(soft.seeds) >= MIN_SEEDS
-    if seeds_ok and all(all(a.get(T, 0.0) >= level for T in far) for a in map(eval_accuracies, soft.best_runs)):
-        drops = False
-    elif seeds_ok and all(all(a.get(T, 1.0) < level for T in far) for a in map(eval_accuracies, soft.runs)):
-        drops = True
-    else:
-        drops = None
-    holds = {label: all(accs.get(T, 0.0) >= level for T in far) for label, accs in by_len.items() if label != "softmax"}
-    figures.append(f"learned level {level:.3f} (halfway from the floor {soft.floor:.3f} to 1); lengths judged: {far}")
+    checks = {}
+    for c in judged:
+        level = c.floor + LEARNED_FRACTION * (1 - c.floor)
+        checks[f"{c.label} below {level:.3f} at {p['beyond']}x the training length and beyond"] = drops(c, level, far)
+    level = judged[0].floor + LEARNED_FRACTION * (1 - judged[0].floor)
+    figures.append(f"learned level: halfway from the floor to 1 ({level:.3f} at floor {judged[0].floor:.3f}); lengths judged: {far}")
+    figures += [f"{c.label} holds the learned level at {p['beyond']}x and beyond: "
+                f"{'yes' if all(by_len[c.label].get(T, 0.0) >= level for T in far) else 'no'} (reported, not judged)"
+                for c in reported if c.present]
     figures.append("published (docs/FINDINGS.md, finding 11; Mamba, Table 2: vocab 16, train 256): attention variants "
-                   "generalise to at most about 2x the training length, Mamba to 2^20. Deviations: we train at T 64 and "
-                   "test to 1,024 (16x); our softmax has no positional encoding (a short convolution supplies order), "
-                   "where the paper's attention variants used absolute, RoPE and xPos positions")
-    checks = {f"softmax below {level:.3f} at {p['beyond']}x the training length and beyond": drops}
-    positions = {r.config["model"].get("positions") for r in soft.runs}
-    untested = ("the claim is about attention with positional encodings (absolute, RoPE, xPos), and these softmax "
-                "runs have none (model.positions=none; learned absolute positions cannot reach past the trained "
-                "length, and sinusoidal or rotary encodings are not implemented yet)") if positions == {"none"} else ""
-    return judge.decide(figures + [f"{label} holds the learned level at {p['beyond']}x and beyond: "
-                                   f"{'yes' if h else 'no'} (reported, not judged)" for label, h in holds.items()],
-                        checks, unsettled([soft]) or "more reported seeds", can_run=runnable([soft]), untested=untested)
+                   "(absolute, RoPE, xPos) generalise to at most about 2x the training length, Mamba to 2^20. "
+                   f"Deviations: we train at T {p['seq_len']} and test to 16x (the paper to 2^20 = 4,096x); absolute "
+                   "positions are the sinusoidal table scaled to the embeddings' initial std (models/positions.py); "
+                   "every model keeps the short convolution (kernel 4), which the paper's attention variants do not have; "
+                   "rates and seeds by the suite's protocol")
+    return judge.decide(figures, checks, unsettled(judged) or "more reported seeds", can_run=runnable(judged))
 
 
-MODELS = [("softmax", "softmax", {}), ("delta", "delta", {})]
+POSITIONED = [("softmax, sinusoidal", "softmax", "sinusoidal", 4), ("softmax, RoPE", "softmax", "rope", 4),
+              ("softmax, xPos", "softmax", "xpos", 4)]
+REPORTED = [("softmax, no positions", "softmax", "none", 4), ("delta", "delta", "none", 4)]
+MODELS = POSITIONED + REPORTED
+GRID = {"model,model.positions,model.conv_kernel": [[m, pos, conv] for _, m, pos, conv in MODELS]}
+JUDGED = [label for label, *_ in POSITIONED]
 register(Experiment(
-    "induction-extrapolation", "On induction heads, softmax attention generalises to at most about 2x its training length.",
+    "induction-extrapolation", "On induction heads, softmax attention with positional encodings (absolute, RoPE, xPos) "
+    "generalises to at most about 2x its training length.",
     "Mamba (Gu and Dao 2023), Table 2 (FINDINGS 11)", verdict,
-    params={"cpu": {"seq_len": 64, "d_model": 64, "beyond": 4, "models": MODELS},
-            "paper": {"seq_len": 256, "d_model": 64, "beyond": 4, "models": MODELS}},
-    minutes={"cpu": 5, "paper": 60},
+    params={"cpu": {"seq_len": 64, "d_model": 64, "beyond": 4, "models": MODELS, "judged": JUDGED},
+            "paper": {"seq_len": 256, "d_model": 64, "beyond": 4, "models": MODELS, "judged": JUDGED}},
+    minutes={"cpu": 25, "paper": 120},
     specs={"cpu": {"base": {"task": "induction", "model": "softmax"}, "set": {"train.epochs": 3},
-                   "grid": {"model": ["softmax", "delta"], **lrs(CPU_LRS)}},
+                   "grid": {**GRID, **lrs(CPU_LRS)}},
            "paper": {"base": {"task": "induction", "model": "softmax", "preset": "mamba"},
-                     "grid": {"model": ["softmax", "delta"], **lrs(PAPER_LRS)}}},
+                     "grid": {**GRID, **lrs(PAPER_LRS)}}},
     cells=lambda runs, p: list(cells_by_model(runs, p).values()), order=120))
