@@ -18,6 +18,7 @@ import pandas as pd
 
 from evalsuite import files, selection
 from evalsuite.labels import model_label
+from evalsuite.models.state import zoology_units
 from evalsuite.records import METRICS, RunRecord, Verdict, convergence_note
 
 from . import plots

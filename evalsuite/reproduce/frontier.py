@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from evalsuite.models.state import zoology_units
 from evalsuite.records import RunRecord, Verdict
 
 from .cells import Cell
@@ -88,6 +89,26 @@ def smallest_state(family_cells: list[Cell], level: float = LEVEL) -> float | No
     return min(states) if states else None
 
 
+def zoology_state(cell: Cell) -> float | None:
+    """The cell's state in Zoology's logged units (``models.state.zoology_units``: 4 x the mixers'
+    floats summed over layers, the short convolution's window not counted)."""
+    xs = [zoology_units(r.metrics["state_size"], r.config["model"]) for r in cell.runs if r.metrics.get("state_size")]
+    return sum(xs) / len(xs) if xs else None
+
+
+def least_state_figure(fam: dict[str, list[Cell]], level: float = LEVEL) -> str:
+    """Per family, the least state reaching ``level`` in our floats and in Zoology's units."""
+    parts = []
+    for label, cs in fam.items():
+        reached = [c for c in cs if reaches(c, level)]
+        best = min(reached, key=lambda c: c.state) if reached else None
+        parts.append(f"{label} " + ("never" if best is None else
+                                    f"{state_text(best.state)} floats = {state_text(zoology_state(best))} Zoology units"))
+    return (f"least state reaching {level}, ours (floats per sequence, all layers, short convolution included) and in "
+            f"Zoology's logged units (4 x mixer floats summed over layers; the convolution's window not counted, as "
+            f"Zoology's Hybrid(BaseConv, mixer) reports only the mixer's): " + "; ".join(parts))
+
+
 def never_reaches(family_cells: list[Cell], level: float = LEVEL) -> bool:
     """Every cell is present and stays below ``level`` when given 4x the budget, with a full sweep."""
     return all(c.settled_below(level) for c in family_cells)
@@ -116,7 +137,7 @@ def state_text(x) -> str:
 
 
 # Zoology's README plot, read off by eye (docs/FINDINGS.md, finding 9): what our figures stand beside.
-PUBLISHED = ("Zoology README plot (approximate): DeltaNet 0.79 at 9e3 floats, 0.96 at 3.5e4; GLA 0.53 at 4.7e3, "
+PUBLISHED = ("Zoology README plot (approximate; its x axis is in Zoology's logged units, FINDINGS 13): DeltaNet 0.79 at 9e3, 0.96 at 3.5e4; GLA 0.53 at 4.7e3, "
              "0.95 at 7e4; Mamba-2 0.52 at 8e3 to 0.84 at 1e5; sliding window 0.08 at 1e4 to 0.94 at 5e5; "
              "Based 0.67 at 9e3 rising to 1.0")
 
@@ -160,5 +181,5 @@ def verdict_of(check):
         if (v := judge.control(fam["softmax"][0], figures)):
             return v
         checks, more = check(fam)
-        return judge.decide(figures + more + [f"published: {PUBLISHED}"], checks, unsettled(flat), can_run=runnable(flat))
+        return judge.decide(figures + more + [least_state_figure(fam), f"published: {PUBLISHED}"], checks, unsettled(flat), can_run=runnable(flat))
     return verdict

@@ -34,7 +34,7 @@ class Frontier(Section):
 
     def build(self, data: ReportData, fmt: str) -> dict | None:
         rows = pd.DataFrame([{"task": r["task"], "T": r["seq_len"], "D": r["pairs"], "model": r["model"],
-                              "state": r["state_size"], "accuracy": r["accuracy"], "val": r.get("val_accuracy"),
+                              "state": r["state_size"], "zoology": r.get("state_zoology"), "accuracy": r["accuracy"], "val": r.get("val_accuracy"),
                               "epochs": r["epochs"], "run": r["anchor"]}
                              for r in data.summary if r["accuracy"] is not None and r["state_size"]])
         if rows.empty:
@@ -53,9 +53,11 @@ class Frontier(Section):
                            "uri": plots.frontier(part, front, title=f"recall against state: {setting}", fmt=fmt)})
             on_front = set(front.run)
             for model, m in part.groupby("model"):
-                reach = {lvl: m[m.accuracy >= lvl].state.min() for lvl in LEVELS}
+                reach = {lvl: m[m.accuracy >= lvl].sort_values("state").head(1) for lvl in LEVELS}
                 table.append({"setting": setting, "model": model, "points": len(m), "best": m.accuracy.max(),
-                              **{f"state_{lvl}": (None if pd.isna(s) else s) for lvl, s in reach.items()}})
+                              **{f"state_{lvl}": (None if r.empty else r.state.iloc[0]) for lvl, r in reach.items()},
+                              "zoology": (None if reach[LEVELS[0]].empty or pd.isna(reach[LEVELS[0]].zoology.iloc[0])
+                                          else reach[LEVELS[0]].zoology.iloc[0])})
             points += [{**r, "setting": setting, "frontier": r["run"] in on_front}
                        for r in part.sort_values(["model", "state"]).to_dict("records")]
         if not plots_:

@@ -118,3 +118,18 @@ def test_a_fixed_state_does_not_grow():
         sizes.add(sum(t.numel() for t in state["layers"][0] if t is not None))
     assert sizes == {2 * (3 * 16 + 2 * 8 * 8)}  # conv window + S per head; matches state_size for a batch of 2
     assert model.state_size(10**6) * 2 == sizes.pop()
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("kernel", [0, 3])
+def test_zoology_units_are_four_times_the_mixers_floats(case, kernel):
+    """Zoology's logged state (``_compute_state_size``): 4 x the sum of each layer's mixer state,
+    the short convolution not counted; ``zoology_units`` gets it from our figure and the config."""
+    from evalsuite.models.state import zoology_units
+
+    options = dict(CASES[case])
+    model = build(options.pop("name"), conv_kernel=kernel, **{"positions": "none", **options})
+    T = 20
+    want = 4 * sum(block.mixer.state_size(T) for block in model.blocks)
+    section = {"n_layers": len(model.blocks), "d_model": model.d_model, "conv_kernel": kernel}
+    assert zoology_units(model.state_size(T), section) == want

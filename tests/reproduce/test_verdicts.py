@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from evalsuite.records import Outcome, Status, Verdict
+from evalsuite.reproduce.cells import Cell
 from tests.reproduce.synthetic import (CASES, NO_PROBES, cell, delta, hybrid, induction, judge, jrt, linear_width,
                                        parity, probes, two)
 
@@ -189,3 +190,18 @@ def test_runs_of_another_model_than_the_claim_say_not_tested():
     v = judge("listops-order", retask(bad, "short", task={"max_length": 64}))
     assert v.status is Outcome.NOT_TESTED and "2,000" in v.why
     assert judge("listops-order", retask(bad, "long", task={"max_length": 2000})).status is Outcome.NOT_REPRODUCED
+
+
+def test_frontier_states_stand_in_zoologys_units_beside_ours():
+    """Zoology's plot counts 4 x the mixers' floats without the convolution's window: a cell of 2
+    layers at d 16 with kernel 4 and 2,000 floats is 4 x (2,000 - 2 x 3 x 16) = 7,616 of its units."""
+    from tests.reproduce.synthetic import retask
+
+    runs = retask(CASES["frontier-delta"][0], "k4", model={"conv_kernel": 4, "n_layers": 2})
+    runs = [r.model_copy(update={"metrics": {**r.metrics, "state_size": 2000}, "config": {
+        **r.config, "model": {**r.config["model"], "d_model": 16}}}) if r.config["model"]["name"] == "delta" else r for r in runs]
+    from evalsuite.reproduce import frontier as fr
+    delta = [Cell.of(runs, "d", model__name="delta")]
+    assert fr.zoology_state(delta[0]) == 4 * (2000 - 2 * 3 * 16)
+    text = " ".join(judge("frontier-delta", CASES["frontier-delta"][0]).figures)
+    assert "Zoology units" in text and "Zoology's logged units" in text
