@@ -18,6 +18,9 @@ from evalsuite.cli import common, main
 @click.option("--verdicts-from", "from_report", default=None, type=click.Path(exists=True, dir_okay=False),
               help="judge the runs embedded in this reproduce report (no store): re-derive a published report's "
                    "verdicts with this version's rules")
+@click.option("--rebuild-store", "rebuild", default=None, type=click.Path(dir_okay=False),
+              help="with --verdicts-from: also write the report's embedded runs and probes into this new store "
+                   "(it must not exist), where `--verdicts-only --store PATH` judges them again")
 @click.option("--results", "results_path", default=None, type=click.Path(),
               help="also write the verdicts as Markdown here (the committed copy: docs/RESULTS.md) "
                    "[always written: reports/RESULTS-SCALE.md beside the store]")
@@ -26,7 +29,7 @@ from evalsuite.cli import common, main
                    "A whole reproduction runs in segments of at most two hours (120)")
 @common.compact_option
 def reproduce(names, scale, list_only, executor, workers, address, device, store_path, threads, group, verdicts_only, output,
-              from_report, results_path, segment_minutes, compact):
+              from_report, rebuild, results_path, segment_minutes, compact):
     """Run the experiments behind docs/FINDINGS.md (all, or NAMES: an experiment or a group such as
     `frontier`) and judge each from the stored results."""
     from evalsuite import files
@@ -42,8 +45,10 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
                        f"at cpu scale on 2 cores; about {e.minutes['paper']:g} GPU-min at paper scale")
         return
     experiments = rep.select(names)
+    if rebuild and not from_report:
+        raise common.BadInput("--rebuild-store: needs --verdicts-from REPORT (the report whose runs it holds)")
     if from_report:
-        _verdicts_from(from_report, experiments, scale, results_path, names)
+        _verdicts_from(from_report, experiments, scale, results_path, names, rebuild)
         return
     store = common.open_store(store_path, must_exist=verdicts_only)
     output = files.check_output(output or store.path.parent / "reports" / f"reproduce-{scale}.html", "--output",
@@ -85,14 +90,24 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
     for target in results_paths:
         files.write_text(target, text)
         click.echo(f"results  {target}")
+    if rebuild:
+        store = common.open_store(str(Path(rebuild).expanduser()))
+        import_runs(store, data["runs"], data["probes"], experiments, scale)
+        click.echo(f"store    {store.path} ({len(data['runs'])} runs from {report}; judge them with "
+                   f"`evalsuite reproduce {' '.join(names)} --verdicts-only --store {store.path}`)".replace("  --", " --"))
 
 
-def _verdicts_from(report: str, experiments, scale: str, results_path: str | None, names) -> None:
+def _verdicts_from(report: str, experiments, scale: str, results_path: str | None, names, rebuild: str | None) -> None:
+    from pathlib import Path
+
     from evalsuite import files
     from evalsuite.reports import builder
     from evalsuite.reports.results_md import results_markdown
+    from evalsuite.reproduce.runner import import_runs
 
     target = files.check_output(results_path, "--results") if results_path else None
+    if rebuild and Path(rebuild).expanduser().exists():
+        raise common.BadInput(f"--rebuild-store: {rebuild} exists; give a new path (a store is never written over)")
     data = builder.read_embedded(report)
     shown = {v.name: v.status.value for v in data["verdicts"]} or data["shown"]
     verdicts = [e.judge(data["runs"], data["probes"], scale) for e in experiments]
@@ -107,3 +122,8 @@ def _verdicts_from(report: str, experiments, scale: str, results_path: str | Non
             source=f"the runs embedded in {report}",
             command=f"evalsuite reproduce {' '.join(names)} --verdicts-from {report}".replace("  ", " ")))
         click.echo(f"results  {target}")
+    if rebuild:
+        store = common.open_store(str(Path(rebuild).expanduser()))
+        import_runs(store, data["runs"], data["probes"], experiments, scale)
+        click.echo(f"store    {store.path} ({len(data['runs'])} runs from {report}; judge them with "
+                   f"`evalsuite reproduce {' '.join(names)} --verdicts-only --store {store.path}`)".replace("  --", " --"))

@@ -103,6 +103,20 @@ def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, 
     return not over()
 
 
+def import_runs(store, runs: list[RunRecord], probes, experiments: list[Experiment], scale: str) -> None:
+    """Write ``runs`` and ``probes`` (a report's embedded data) into ``store`` as members of each
+    experiment's escalation sweep, so that ``verdicts(experiments, store)`` judges exactly these
+    runs, as ``--verdicts-from`` judges them from the report."""
+    for r in runs:
+        store.finish(r)
+    if probes is not None and len(probes):
+        store.add_probes(probes)
+    for e in experiments:
+        name = escalation_name(e.name, scale)
+        sid = hashlib.sha256((name + ":imported:" + ",".join(sorted(r.run_id for r in runs))).encode()).hexdigest()[:12]
+        store.add_sweep(sid, name, {"name": name, "imported": True}, [r.run_id for r in runs])
+
+
 def verdicts(experiments: list[Experiment], store, scale: str = "cpu") -> list[Verdict]:
     """Judge each experiment from what the store holds for its points and escalations."""
     probes = store.probes()

@@ -61,6 +61,8 @@ def test_induction_judges_each_encoding():
                                                    1.0, [1.0, 1.0, 1.0]))
     assert v.status is Outcome.NOT_REPRODUCED
     assert [k for k, ok in v.checks.items() if ok is False] == ["softmax, xPos below 0.533 at 4x the training length and beyond"]
+    v = judge("induction-extrapolation", induction(1.0, [1.0, 0.99, 0.3], 1.0, [1.0, 1.0, 1.0]))
+    assert v.status is Outcome.NOT_REPRODUCED  # holds at 4x (T 256), falls at 16x: it generalised past 2x
     v = judge("induction-extrapolation", induction(1.0, short, 0.07, [0.07] * 3))
     assert v.status is Outcome.REPRODUCED and "delta holds the learned level at 4x and beyond: no" in " ".join(v.figures)
 

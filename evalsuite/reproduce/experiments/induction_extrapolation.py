@@ -32,12 +32,14 @@ def cells_by_model(runs, p) -> dict[str, Cell]:
 
 
 def drops(cell: Cell, level: float, far: list[int]) -> bool | None:
-    """False when the best rate's reported seeds (MIN_SEEDS or more) all hold ``level`` at every
-    far length; True when every run of the cell (every rate, seed and budget) falls below it at
-    each far length; None otherwise (too few seeds, or runs on both sides)."""
+    """"Generalises to at most about 2x": False when, at some far length (``beyond`` x the training
+    length or more), the best rate's reported seeds (MIN_SEEDS or more) all hold ``level`` (the cell
+    generalises that far); True when every run of the cell (every rate, seed and budget) falls
+    below it at every far length; None otherwise (too few seeds, or runs on both sides)."""
     if len(cell.seeds) < MIN_SEEDS:
         return None
-    if all(all(a.get(T, 0.0) >= level for T in far) for a in map(eval_accuracies, cell.best_runs)):
+    held = [a for a in map(eval_accuracies, cell.best_runs)]
+    if any(all(a.get(T, 0.0) >= level for a in held) for T in far):
         return False
     if all(all(a.get(T, 1.0) < level for T in far) for a in map(eval_accuracies, cell.runs)):
         return True
