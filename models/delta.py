@@ -27,8 +27,10 @@ class DeltaOptions(MixerOptions):
     gated: bool = Field(False, description="gated delta rule: S_t = alpha_t (I - beta k k^T) S_{t-1} + beta k v^T")
     negative_eigenvalues: bool = Field(False, description="beta = 2 sigmoid(.) in (0, 2), so I - beta k k^T has an "
                                        "eigenvalue in (-1, 1) (Grazzi et al. 2024); default beta = sigmoid(.) in (0, 1)")
+    feature_dim: int | None = Field(None, ge=1, description="query and key size per head (d', the state's key side: "
+                                                           "S is feature_dim x head size); default: the head size")
 
-    LATE_FIELDS = frozenset({"negative_eigenvalues"})
+    LATE_FIELDS = frozenset({"negative_eigenvalues", "feature_dim"})
 
 
 def key_map(x):
@@ -38,21 +40,30 @@ def key_map(x):
 
 @MODELS.register("delta")
 class DeltaRule(Mixer):
-    """Delta rule (Schlag et al. 2021; DeltaNet): edits its fixed d_k x d_v state per head."""
+    """Delta rule (Schlag et al. 2021; DeltaNet): edits its fixed d_k x d_v state per head
+    (d_k = ``feature_dim``, default the head size; d_v = the head size)."""
 
     Options = DeltaOptions
 
     def __init__(self, d_model, n_heads, options: DeltaOptions, feature_map=None):
         super().__init__(d_model, n_heads, options)
-        self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
+        self.qk_dim = options.feature_dim or self.head_dim
+        self.qkv = nn.Linear(d_model, 2 * n_heads * self.qk_dim + d_model, bias=False)
         self.beta = nn.Linear(d_model, n_heads)
         self.gate = nn.Linear(d_model, n_heads) if options.gated else None
         self.out = nn.Linear(d_model, d_model, bias=False)
 
+    def _split(self, x):
+        """Raw q, k ``[..., H, d_k]`` and v ``[..., H, d_v]`` of ``x [..., d_model]``."""
+        qk = self.n_heads * self.qk_dim
+        q, k, v = self.qkv(x).split([qk, qk, self.d_model], dim=-1)
+        return q.unflatten(-1, (self.n_heads, self.qk_dim)), k.unflatten(-1, (self.n_heads, self.qk_dim)), \
+            v.unflatten(-1, (self.n_heads, self.head_dim))
+
     def _project(self, x):
         """q, k (SiLU then unit length: unnormalised keys make the triangular inverse explode),
         v, beta and the log-gate, heads split off ``x [..., d_model]``."""
-        q, k, v = (t.unflatten(-1, (self.n_heads, self.head_dim)) for t in self.qkv(x).chunk(3, dim=-1))
+        q, k, v = self._split(x)
         q, k = key_map(q), key_map(k)
         beta = torch.sigmoid(self.beta(x))
         if self.options.negative_eigenvalues:
@@ -74,14 +85,14 @@ class DeltaRule(Mixer):
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
         weights = ops.delta_rule_attention(q, k, beta.transpose(1, 2),
                                            None if log_alpha is None else log_alpha.transpose(1, 2))
-        raw = self.qkv(x).chunk(3, dim=-1)[1].unflatten(-1, (self.n_heads, self.head_dim)).transpose(1, 2)
+        raw = self._split(x)[1].transpose(1, 2)
         return AttentionView(weights, k, v, raw_keys=raw, key_map=key_map)
 
     def state_size(self, seq_len: int) -> int:
-        return self.n_heads * self.head_dim * self.head_dim  # S is d_k x d_v per head
+        return self.n_heads * self.qk_dim * self.head_dim  # S is d_k x d_v per head
 
     def init_state(self, batch, max_len, device=None):
-        return torch.zeros(batch, self.n_heads, self.head_dim, self.head_dim, device=device)
+        return torch.zeros(batch, self.n_heads, self.qk_dim, self.head_dim, device=device)
 
     def step(self, x, state):
         q, k, v, beta, log_alpha = (None if t is None else t.float() for t in self._project(x))

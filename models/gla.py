@@ -7,7 +7,8 @@
   log g_t = logsigmoid(W2 W1 x_t) / 16 (low rank 16, temperature 16, as GLA).
 
 Queries are scaled by d^-1/2; the read of each head is RMS-normalised (no weights) before the
-output projection, as RetNet's and GLA's group norm do. The state is d_k x d_v per head.
+output projection, as RetNet's and GLA's group norm do. The state is d_k x d_v per head (d_k =
+``feature_dim``, default the head size).
 """
 from __future__ import annotations
 
@@ -36,6 +37,10 @@ class GLAOptions(MixerOptions):
                               "per head); vector: GLA (one per key dimension)")
     mode: Literal["chunk", "recurrent"] = Field("chunk", description="kernel used for training")
     chunk_size: int | None = Field(None, ge=1, description="chunk length; default 64 (fixed, scalar) or 16 (vector)")
+    feature_dim: int | None = Field(None, ge=1, description="query and key size per head (d', the state's key side: "
+                                                           "S is feature_dim x head size); default: the head size")
+
+    LATE_FIELDS = frozenset({"feature_dim"})
 
 
 @MODELS.register("gla")
@@ -46,9 +51,10 @@ class GatedLinearAttention(Mixer):
 
     def __init__(self, d_model, n_heads, options: GLAOptions, feature_map=None):
         super().__init__(d_model, n_heads, options)
-        self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
+        self.qk_dim = options.feature_dim or self.head_dim
+        self.qkv = nn.Linear(d_model, 2 * n_heads * self.qk_dim + d_model, bias=False)
         self.out = nn.Linear(d_model, d_model, bias=False)
-        H, d = n_heads, self.head_dim
+        H, d = n_heads, self.qk_dim
         if options.gate == "fixed":
             gamma = 1 - 2.0 ** (-5.0 - torch.arange(H, dtype=torch.float32))
             self.register_buffer("log_gamma", torch.log(gamma), persistent=False)
@@ -58,17 +64,19 @@ class GatedLinearAttention(Mixer):
             self.gate = nn.Sequential(nn.Linear(d_model, GATE_RANK, bias=False), nn.Linear(GATE_RANK, H * d))
 
     def _project(self, x):
-        """q (scaled), k, v ``[B, H, T, d]`` and log g ``[B, H, T]`` or ``[B, H, T, d]`` of ``x [B, T, d_model]``."""
+        """q (scaled), k ``[B, H, T, d_k]``, v ``[B, H, T, d_v]`` and log g ``[B, H, T]`` or ``[B, H, T, d_k]``
+        of ``x [B, T, d_model]``."""
         B, T, _ = x.shape
-        q, k, v = (self.split_heads(t) for t in self.qkv(x).chunk(3, dim=-1))
-        q = q * self.head_dim ** -0.5
+        qk = self.n_heads * self.qk_dim
+        q, k, v = (self.split_heads(t) for t in self.qkv(x).split([qk, qk, self.d_model], dim=-1))
+        q = q * self.qk_dim ** -0.5
         if self.options.gate == "fixed":
             log_g = self.log_gamma[None, :, None].expand(B, -1, T)
         elif self.options.gate == "scalar":
             log_g = -F.softplus(self.gate(x).float() + SCALAR_GATE_OFFSET).transpose(1, 2)  # [B, T, H] -> [B, H, T]
         else:
             log_g = F.logsigmoid(self.gate(x).float()) / GATE_TEMPERATURE            # [B, T, H*d]
-            log_g = self.split_heads(log_g)                                           # -> [B, H, T, d]
+            log_g = self.split_heads(log_g)                                           # -> [B, H, T, d_k]
         return q, k, v, log_g
 
     def read(self, o):
@@ -87,10 +95,10 @@ class GatedLinearAttention(Mixer):
         return AttentionView(decayed_attention_matrix(q, k, log_g), k, v)
 
     def state_size(self, seq_len: int) -> int:
-        return self.n_heads * self.head_dim * self.head_dim  # S is d_k x d_v per head
+        return self.n_heads * self.qk_dim * self.head_dim  # S is d_k x d_v per head
 
     def init_state(self, batch, max_len, device=None):
-        return torch.zeros(batch, self.n_heads, self.head_dim, self.head_dim, device=device)
+        return torch.zeros(batch, self.n_heads, self.qk_dim, self.head_dim, device=device)
 
     def step(self, x, state):
         q, k, v, log_g = (t[:, :, 0] for t in self._project(x[:, None]))           # one token: drop T

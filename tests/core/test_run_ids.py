@@ -41,11 +41,16 @@ def committed():
     return json.loads(re.search(r'<script[^>]*id="evalsuite-data"[^>]*>(.*?)</script>', html, re.S).group(1))["runs"]
 
 
+# experiments whose grid gained new points since the committed reproduction was made (their new
+# points cannot be in it; the round's last issue regenerates it): name -> why
+NEW_POINTS = {"induction-extrapolation": "softmax with sinusoidal, RoPE and xPos positions (issue 25)"}
+
+
 def test_every_sweep_point_of_the_committed_reproduction_is_still_one_of_its_runs(committed):
     ids = {r["run_id"] for r in committed}
     for exp in reproduce.all_experiments():
         spec = exp.spec("cpu")
-        if spec is not None:
+        if spec is not None and exp.name not in NEW_POINTS:
             missing = [p.run_id for p in expand(spec) if p.run_id not in ids]
             assert not missing, (exp.name, missing[:3])
 
