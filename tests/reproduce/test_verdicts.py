@@ -64,7 +64,7 @@ def test_induction_judges_each_encoding():
     v = judge("induction-extrapolation", induction(1.0, [1.0, 0.99, 0.3], 1.0, [1.0, 1.0, 1.0]))
     assert v.status is Outcome.NOT_REPRODUCED  # holds at 4x (T 256), falls at 16x: it generalised past 2x
     v = judge("induction-extrapolation", induction(1.0, short, 0.07, [0.07] * 3))
-    assert v.status is Outcome.REPRODUCED and "delta holds the learned level at 4x and beyond: no" in " ".join(v.figures)
+    assert v.status is Outcome.REPRODUCED and "delta + conv holds the learned level at 4x and beyond: no" in " ".join(v.figures)
 
 
 def test_induction_reports_every_test_length():
