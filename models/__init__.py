@@ -99,6 +99,16 @@ class ModelSpec:
         return LanguageModel(vocab_size, self.base.d_model, mixers, self.backbone)
 
 
+def key_features(section: dict) -> int | None:
+    """d' of a stored model section (``Mixer.key_features`` of its first layer that has one),
+    read from the model built on the meta device (no memory, no weights)."""
+    import torch
+
+    with torch.device("meta"):
+        model = ModelSpec.parse({**section, "positions": "none", "max_len": None}).build(vocab_size=8)  # d' only
+    return next((d for b in model.blocks if (d := b.mixer.key_features()) is not None), None)
+
+
 def build(name, *, vocab_size: int, d_model: int, n_layers: int, n_heads: int, feature_map=None,
           feature_map_options: dict | None = None, **options) -> LanguageModel:
     """A language model whose layers use mixer ``name``; ``feature_map`` (a name, ref, class or
@@ -110,4 +120,4 @@ def build(name, *, vocab_size: int, d_model: int, n_layers: int, n_heads: int, f
 
 
 __all__ = ["MODELS", "AttentionView", "BackboneOptions", "LanguageModel", "Mixer", "MixerOptions", "ModelConfig",
-           "ModelSpec", "build", "names"]
+           "ModelSpec", "build", "key_features", "names"]

@@ -93,6 +93,13 @@ class Mixer(nn.Module):
     def state_size(self, seq_len: int) -> int:
         raise NotImplementedError
 
+    def key_features(self) -> int | None:
+        """d': the size of a head's state along the key side (the feature map's output size for
+        linear attention, the query/key size for the delta rule and decayed mixers), the number of
+        pairs a fixed state holds about (Schlag et al. 2021); None where the state grows with the
+        sequence (softmax, a window)."""
+        return None
+
     def read(self, o: torch.Tensor) -> torch.Tensor:
         """What the heads read, ``o [B, H, T, d]`` (an attention view's ``weights @ values``), as
         the mixer's output ``[B, T, d_model]``: the output projection (a mixer that normalises its

@@ -88,6 +88,9 @@ class DeltaRule(Mixer):
         raw = self._split(x)[1].transpose(1, 2)
         return AttentionView(weights, k, v, raw_keys=raw, key_map=key_map)
 
+    def key_features(self) -> int:
+        return self.qk_dim
+
     def state_size(self, seq_len: int) -> int:
         return self.n_heads * self.qk_dim * self.head_dim  # S is d_k x d_v per head
 

@@ -94,6 +94,9 @@ class GatedLinearAttention(Mixer):
         q, k, v, log_g = self._project(x)
         return AttentionView(decayed_attention_matrix(q, k, log_g), k, v)
 
+    def key_features(self) -> int:
+        return self.qk_dim
+
     def state_size(self, seq_len: int) -> int:
         return self.n_heads * self.qk_dim * self.head_dim  # S is d_k x d_v per head
 

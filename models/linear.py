@@ -54,6 +54,9 @@ class LinearAttention(Mixer):
         weights = ops.linear_attention_matrix(phi_q, phi_k, self.options.normalize, self.options.eps)
         return AttentionView(weights, phi_k, v, raw_keys=k, key_map=self.feature_map.forward_key)
 
+    def key_features(self) -> int:
+        return self.feature_map.out_dim
+
     def state_size(self, seq_len: int) -> int:
         m = self.feature_map.out_dim
         z = m if self.options.normalize == "z" else 0

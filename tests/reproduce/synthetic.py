@@ -231,3 +231,43 @@ CASES.update({
 
 def judge(name, runs, pr=NO_PROBES):
     return rep.get(name).judge(runs, pr, "cpu")
+
+
+LAW = {"elu+1": 16, "DPFP nu=1 (q/k 8)": 16, "Performer (8 features)": 16, "delta": 24, "DPFP nu=1 (q/k 16)": 32,
+       "softmax": None}
+
+
+def capacity_law(soft=1.0, moving=0.0, unsettled=(), **caps):
+    """MQAR runs where each map retrieves ``caps[label]`` pairs (accuracy min(1, cap / D); softmax
+    ``soft`` at every D, or ``soft[D]``), from a world where the law holds (``LAW``), with ``caps`` replacing some of
+    it; ``moving``: the gain of every 4x rerun of a cell below the ceiling; ``unsettled``: maps run
+    at one rate and one seed."""
+    from evalsuite.reproduce.experiments import capacity_law as law
+
+    world = {**LAW, **{law_label(k): v for k, v in caps.items()}}
+    runs = []
+
+    def add(label, D, layers=2):
+        keys = law.MAPS[label]
+        opts = {k.split(".", 1)[1]: v for k, v in keys.items() if k != "model"}
+        fmap = opts.pop("feature_map", None)
+        cap = world[label]
+        acc = (soft[D] if isinstance(soft, dict) else soft) if cap is None else (1 / D if cap == 0 else min(1.0, cap / D))
+        return retask(cell(keys["model"], acc, seq_len=4 * D, pairs=D, fmap=fmap, gain=moving, settled=label not in unsettled,
+                           **opts), f"L{layers}", model={"n_layers": layers})
+
+    for label in law.MAPS:
+        for D in law.PAIRS["cpu"]:
+            runs += add(label, D)
+    label, D = law.LAYERS_POINT
+    return runs + add(label, D, layers=1)
+
+
+def law_label(key: str) -> str:
+    """Keyword names for ``capacity_law``: elu, dpfp8, performer, delta, dpfp16, softmax."""
+    return {"elu": "elu+1", "dpfp8": "DPFP nu=1 (q/k 8)", "performer": "Performer (8 features)", "delta": "delta",
+            "dpfp16": "DPFP nu=1 (q/k 16)", "softmax": "softmax"}[key]
+
+
+CASES["capacity-law"] = (capacity_law(), capacity_law(dpfp16=16), capacity_law(unsettled=("elu+1",)),
+                         capacity_law(soft=1 / 8, **{k: 0 for k in ("elu", "dpfp8", "performer", "delta", "dpfp16")}))

@@ -1,0 +1,197 @@
+"""The capacity law in trained language models: a fixed state of key-side size d' holds about d'
+key-value pairs, so on MQAR the pairs retrieved (accuracy x D) plateau near d' once D passes it
+(Katharopoulos et al. 2020; Schlag et al. 2021, section 6.1: DPFP raises d' to 2 nu d_key;
+docs/FINDINGS.md, findings 3 and 16).
+
+Setting: the default backbone (d_model 64, 2 layers, 1 head, short convolution) on MQAR with D
+swept from d'/2 to 4 d' (context T = 4 D, the least the task allows; vocabulary 256: 127 keys
+and 128 values, enough for 64 distinct keys). d' is set with the mixers' ``feature_dim`` at a
+trainable width (FINDINGS 16: small widths fail to optimise before they fail to store) and read
+back from the model itself (``models.key_features``: the map's output size). At d' = 16: elu+1
+(query/key 16), DPFP nu = 1 (query/key 8), Performer (query/key 16, 8 random features: output
+16) and the delta rule (query/key 16); at query/key 16, DPFP nu = 1 has d' = 32. Softmax is the
+control. One more point measures one mixer layer against two (elu+1 at D = 2 d').
+
+Tolerance: the probe (``analyze capacity``, one memory layer, d_key 16) retrieves 16.0 pairs
+for elu+1 and 32.0 for DPFP nu = 1 past d' (docs/RESULTS.md, capacity-knee), exactly d'. The
+tolerance is the widest that still tells d' from 2 d' apart, the two d' values here: a factor
+sqrt(2) either side (at d' = 16: 11.3 to 22.6 pairs).
+
+Cut for the CPU scale (90 minutes on 2 cores is the aim): D in {8, 16, 32, 64} (4 points per
+curve; the paper scale has 7) before any cut in seeds (3 reported seeds, rates on seed 0).
+"""
+from __future__ import annotations
+
+import math
+
+from evalsuite.reproduce.cells import CEILING, MAX_4X_GAIN, Cell
+from evalsuite.reproduce.experiment import Experiment, register
+from evalsuite.reproduce.protocol import CPU_LRS, PAPER_LRS
+from evalsuite.reproduce.verdict import above, higher, not_higher, runnable, unsettled
+
+TOLERANCE = math.sqrt(2)  # plateau within d' / TOLERANCE .. d' x TOLERANCE (see the module docstring)
+D_PRIME = 16
+# label -> the model keys that set it; d' is read from the built model (models.key_features)
+MAPS = {
+    "elu+1": {"model": "linear", "model.feature_map": "elu1", "model.feature_dim": 16},
+    "DPFP nu=1 (q/k 8)": {"model": "linear", "model.feature_map": "dpfp", "model.feature_map_options": {"nu": 1},
+                          "model.feature_dim": 8},
+    "Performer (8 features)": {"model": "linear", "model.feature_map": "performer",
+                               "model.feature_map_options": {"n_features": 8}, "model.feature_dim": 16},
+    "delta": {"model": "delta", "model.feature_dim": 16},
+    "DPFP nu=1 (q/k 16)": {"model": "linear", "model.feature_map": "dpfp", "model.feature_map_options": {"nu": 1},
+                           "model.feature_dim": 16},
+    "softmax": {"model": "softmax"},
+}
+ADDITIVE = ["elu+1", "DPFP nu=1 (q/k 8)", "Performer (8 features)"]  # the additive maps at d' = 16
+WIDE = "DPFP nu=1 (q/k 16)"                                            # d' = 32 at the same query/key size
+LAYERS_POINT = ("elu+1", 2 * D_PRIME)                                  # measured at 1 and 2 mixer layers
+PAIRS = {"cpu": [8, 16, 32, 64], "paper": [8, 12, 16, 24, 32, 48, 64]}
+VOCAB = 256
+
+
+def _where(keys: dict, pairs: int, layers: int = 2) -> dict:
+    out = {"task__name": "recall", "task__num_kv_pairs": pairs, "task__seq_len": 4 * pairs, "model__d_model": 64,
+           "model__n_layers": layers, "model__name": keys["model"]}
+    out.update({k.replace(".", "__"): v for k, v in keys.items() if k != "model"})
+    return out
+
+
+def cells_by_point(runs, p) -> dict[tuple[str, int, int], Cell]:
+    """(map label, D, layers) -> its cell."""
+    out = {}
+    for label, keys in MAPS.items():
+        for D in p["pairs"]:
+            out[label, D, 2] = Cell.of(runs, f"{label} D={D}", **_where(keys, D))
+    label, D = LAYERS_POINT
+    out[label, D, 1] = Cell.of(runs, f"{label} D={D}, 1 layer", **_where(MAPS[label], D, layers=1))
+    return out
+
+
+def d_prime(cell: Cell) -> int | None:
+    from evalsuite import models
+
+    return models.key_features(cell.runs[0].config["model"]) if cell.present else None
+
+
+def pairs_of(cell: Cell) -> int:
+    """D, the pairs in the cell's context."""
+    return cell.where["task.num_kv_pairs"]
+
+
+def pairs_retrieved(cell: Cell) -> float:
+    return cell.acc * pairs_of(cell)
+
+
+def plateau(cells: list[Cell], d: int) -> float | None:
+    """The mean pairs retrieved over the cells with D > d' (None when the grid has none)."""
+    past = [c for c in cells if pairs_of(c) > d]
+    return sum(map(pairs_retrieved, past)) / len(past) if past else None
+
+
+def within(level: float | None, d: int, cells: list[Cell]) -> bool | None:
+    """The plateau within TOLERANCE of d' (True), outside it (False), or undecided (a cell past d'
+    whose figure more budget, rates or seeds could still move)."""
+    past = [c for c in cells if pairs_of(c) > d]
+    if level is None or not past or not all(c.stable for c in past):
+        return None
+    return d / TOLERANCE <= level <= d * TOLERANCE
+
+
+def moved(cell: Cell) -> bool | None:
+    """The 4x rerun moved the cell (a seed gained MAX_4X_GAIN or more): True; it did not, on every
+    seed: False; None without a 4x rerun on every reported seed (a cell at the ceiling has none to
+    move: False)."""
+    if cell.acc >= CEILING:
+        return False
+    gains = cell.gains
+    if not gains or not set(cell.seeds) <= set(gains):
+        return None
+    return any(g >= MAX_4X_GAIN for g in gains.values())
+
+
+def verdict(runs, probes, p, judge):
+    cells = cells_by_point(runs, p)
+    cs = list(cells.values())
+    if (v := judge.missing(cs)):
+        return v
+    curve = {label: [cells[label, D, 2] for D in p["pairs"]] for label in MAPS}
+    figures = [c.figure() for c in cs]
+    if (v := judge.control(curve["softmax"][0], figures)):
+        return v
+    dims = {label: d_prime(cells_[0]) for label, cells_ in curve.items()}
+    levels = {label: plateau(curve[label], d) for label, d in dims.items() if d is not None}
+    for label, cells_ in curve.items():
+        text = ", ".join(f"D={pairs_of(c)} {pairs_retrieved(c):.1f} (floor {c.floor * pairs_of(c):.1f})"
+                         for c in cells_)
+        dim = dims[label]
+        figures.append(f"{label} (d' = {dim if dim is not None else 'none: keeps every pair'}): pairs retrieved "
+                       f"(accuracy x D; the floor's x D beside it): {text}"
+                       + (f"; plateau past d' {levels[label]:.1f}" if levels.get(label) is not None else ""))
+    label, D = LAYERS_POINT
+    one, two = cells[label, D, 1], cells[label, D, 2]
+    figures.append(f"layers: {label} at D={D} retrieves {pairs_retrieved(one):.1f} pairs with 1 mixer layer, "
+                   f"{pairs_retrieved(two):.1f} with 2 (reported, not judged)")
+    checks = {}
+    for label in ADDITIVE:
+        checks[f"{label}: pairs retrieved past d' = {dims[label]} within x{TOLERANCE:.2f} of it"] = \
+            within(levels.get(label), dims[label], curve[label])
+    additive = [levels.get(label) for label in ADDITIVE]
+    if any(x is None for x in additive) or any(checks[k] is None for k in list(checks)[:len(ADDITIVE)]):
+        agree = None
+    else:
+        agree = max(additive) <= TOLERANCE * min(additive)
+    checks[f"the additive maps at d' = {D_PRIME} agree within x{TOLERANCE:.2f}"] = agree
+    largest = max(p["pairs"])
+    checks[f"{WIDE} (d' = {dims[WIDE]}) retrieves more than elu+1 (d' = {dims['elu+1']}) at D={largest}"] = \
+        above(cells[WIDE, largest, 2], cells["elu+1", largest, 2])
+    plateau_cells = [c for label in ADDITIVE + ["delta", WIDE] for c in curve[label]
+                     if pairs_of(c) > (dims[label] or 0)]
+    moves = [moved(c) for c in plateau_cells]
+    checks["the plateau does not move at 4x the budget"] = (
+        False if any(m is True for m in moves) else None if any(m is None for m in moves) or not moves else True)
+    delta_ok = []
+    for D in [D for D in p["pairs"] if D > D_PRIME]:
+        a, b = cells["elu+1", D, 2], cells["delta", D, 2]
+        if a.stable and b.stable and higher(a, b):
+            delta_ok.append(False)
+        elif a.stable and b.stable and (not_higher(a, b) or higher(b, a)):
+            delta_ok.append(True)
+        else:
+            delta_ok.append(None)
+    checks[f"the delta rule retrieves at least as many pairs as elu+1 at d' = {D_PRIME}"] = (
+        False if False in delta_ok else None if None in delta_ok or not delta_ok else True)
+    soft = curve["softmax"]
+    checks[f"softmax (control) at {CEILING} or above at every D"] = (
+        True if all(c.learned_at(CEILING) for c in soft) else False if any(c.settled_below(CEILING) for c in soft)
+        else None)
+    figures.append(f"tolerance x{TOLERANCE:.2f} (sqrt 2): the probe retrieves exactly d' (elu+1 16.0 of 16, DPFP nu=1 "
+                   f"32.0 of 32 at d_key 16), and sqrt 2 is the widest factor that still tells d' from 2 d' apart")
+    figures.append("published (Schlag et al. 2021, section 6.1; FINDINGS 16): a memory of d' dimensions retrieves about d' "
+                   "pairs (accuracy ~ d'/S past S = d'); DPFP's d' is 2 nu d_key. Deviations: a trained 2-layer language "
+                   f"model on MQAR (T = 4 D, vocabulary {VOCAB}) instead of one memory layer on random vectors")
+    return judge.decide(figures, checks, unsettled(cs), can_run=runnable(cs))
+
+
+def points(scale: str, lrs: list[float]) -> list[dict]:
+    out = [{**keys, "task.num_kv_pairs": D, "task.seq_len": 4 * D, "train.lr": lr}
+           for keys in MAPS.values() for D in PAIRS[scale] for lr in lrs]
+    label, D = LAYERS_POINT
+    out += [{**MAPS[label], "task.num_kv_pairs": D, "task.seq_len": 4 * D, "model.n_layers": 1, "train.lr": lr} for lr in lrs]
+    return out
+
+
+# the base is itself a point (an empty grid expands to it): the softmax control at D 8 and the middle rate
+BASE = {"task": "recall", "model": "softmax", "preset": "default", "task.vocab_size": VOCAB, "task.num_kv_pairs": 8,
+        "task.seq_len": 32}
+register(Experiment(
+    "capacity-law", "A fixed state of key-side size d' holds about d' pairs: on MQAR, trained models' pairs retrieved "
+    "(accuracy x D) plateau near d' once D passes it, the same for every additive map at one d', higher for DPFP's "
+    "larger d', unmoved by 4x the budget; the delta rule holds at least as many; softmax keeps every pair.",
+    "Katharopoulos et al. 2020; Schlag et al. 2021, section 6.1 (FINDINGS 3, 16)", verdict,
+    params={"cpu": {"pairs": PAIRS["cpu"]}, "paper": {"pairs": PAIRS["paper"]}},
+    minutes={"cpu": 90, "paper": 180},
+    specs={"cpu": {"base": {**BASE, "train.lr": CPU_LRS[1]}, "set": {"train.epochs": 3}, "points": points("cpu", CPU_LRS)},
+           "paper": {"base": {**BASE, "train.lr": PAPER_LRS[1]}, "set": {"train.epochs": 8},
+                     "points": points("paper", PAPER_LRS)}},
+    cells=lambda runs, p: list(cells_by_point(runs, p).values()), order=15))
