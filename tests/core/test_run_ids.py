@@ -43,7 +43,8 @@ def committed():
 
 # experiments whose grid gained new points since the committed reproduction was made (their new
 # points cannot be in it; the round's last issue regenerates it): name -> why
-NEW_POINTS = {"induction-extrapolation": "softmax with sinusoidal, RoPE and xPos positions (issue 25)"}
+NEW_POINTS = {"induction-extrapolation": "softmax with sinusoidal, RoPE and xPos positions (issue 25)",
+              "capacity-law": "a new experiment (issue 26)"}
 
 
 def test_every_sweep_point_of_the_committed_reproduction_is_still_one_of_its_runs(committed):
