@@ -18,6 +18,7 @@ import pandas as pd
 
 from evalsuite import files, selection
 from evalsuite.labels import model_label
+from evalsuite.models import key_features
 from evalsuite.models.state import zoology_units
 from evalsuite.records import METRICS, RunRecord, Verdict, convergence_note
 
@@ -52,6 +53,21 @@ def config_key(config: dict) -> str:
     return json.dumps({"task": config["task"], "model": config["model"], "train": train}, sort_keys=True, default=str)
 
 
+_KEY_FEATURES: dict[str, int | None] = {}
+
+
+def _key_features(model: dict) -> int | None:
+    """d' of a model section (``models.key_features``), cached per section; None where the model
+    cannot be built any more (a run stored by an older version)."""
+    key = json.dumps(model, sort_keys=True, default=str)
+    if key not in _KEY_FEATURES:
+        try:
+            _KEY_FEATURES[key] = key_features(model)
+        except Exception:  # noqa: BLE001 - a summary never fails on one old configuration
+            _KEY_FEATURES[key] = None
+    return _KEY_FEATURES[key]
+
+
 def summarize(runs: list[RunRecord]) -> list[dict]:
     """One row per configuration: the best learning rate by mean validation accuracy over seeds
     (``selection``: the rule the verdicts use), the mean, sample standard deviation and per-seed
@@ -75,6 +91,7 @@ def summarize(runs: list[RunRecord]) -> list[dict]:
             "anchor": anchor.run_id, "task": task["name"], "seq_len": task.get("seq_len"),
             "pairs": task.get("num_kv_pairs"), "model": model_label(cfg), "d_model": cfg["model"]["d_model"],
             "n_layers": cfg["model"]["n_layers"], "state_size": anchor.metrics.get("state_size"),
+            "d_prime": _key_features(cfg["model"]),
             "state_zoology": (zoology_units(anchor.metrics["state_size"], cfg["model"])
                               if anchor.metrics.get("state_size") else None),
             "best_lr": best_lr, "lrs": len(selection.by_rate(done)), "accuracy": acc.mean if acc.n else None,

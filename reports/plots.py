@@ -115,3 +115,37 @@ def training_curves(history: list[dict], fmt: str = "png") -> str | None:
     ax_loss.legend(frameon=False, fontsize=7)
     fig.tight_layout()
     return to_uri(fig, fmt)
+
+
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+
+
+def collapse(df: pd.DataFrame, *, title: str, fmt: str = "png") -> str:
+    """Accuracy against D / d' (log 2), one line per ``series`` (distinct markers, legend outside the
+    axes), and the law accuracy = min(1, d' / D) dashed: curves that fall together on it when a
+    fixed state holds d' pairs."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    for i, (name, part) in enumerate(df.groupby("series", sort=True)):
+        part = part.sort_values("ratio")
+        ax.plot(part.ratio, part.accuracy, marker=MARKERS[i % len(MARKERS)], lw=1.2, label=name)
+    lo, hi = float(df.ratio.min()), float(df.ratio.max())
+    xs = [lo * (hi / lo) ** (k / 50) for k in range(51)] if hi > lo else [lo]
+    ax.plot(xs, [min(1.0, 1 / x) for x in xs], color="black", ls="--", lw=1, label="law: min(1, d'/D)")
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(-0.02, 1.04)
+    ax.set(title=title, xlabel="pairs in context / key-side state size (D / d')", ylabel="accuracy")
+    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return to_uri(fig, fmt)
+
+
+def retrieved_against_d(df: pd.DataFrame, *, title: str, fmt: str = "png") -> str:
+    """Pairs retrieved past d' against d', one marker per ``series``, the line retrieved = d' dashed."""
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    for i, (name, part) in enumerate(df.groupby("series", sort=True)):
+        ax.plot(part.d_prime, part.retrieved, marker=MARKERS[i % len(MARKERS)], ls="none", ms=8, label=name)
+    top = float(max(df.d_prime.max(), df.retrieved.max())) * 1.15
+    ax.plot([0, top], [0, top], color="black", ls="--", lw=1, label="retrieved = d'")
+    ax.set(xlim=(0, top), ylim=(0, top), title=title, xlabel="d' (key-side state size)",
+           ylabel="pairs retrieved past d'")
+    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return to_uri(fig, fmt)

@@ -358,6 +358,21 @@ def capacity_probe(memory: str = "linear", feature_map=None, d_key: int = 16, pa
     return probe(memory, d_key, pairs, feature_map=feature_map, seed=seed, **options)
 
 
+def probe_feature_dim(memory: str, d_key: int) -> int | None:
+    """d': the feature dimension a probe's linear memory holds pairs in (elu+1: d_key; DPFP:
+    2 nu d_key); None for softmax, which keeps every pair."""
+    if memory.startswith("linear/dpfp(nu="):
+        return 2 * int(memory.split("nu=")[1].rstrip(")")) * d_key
+    return d_key if memory.startswith("linear/") else None
+
+
+def retrieved(curve: pd.DataFrame, d: int) -> float | None:
+    """Pairs retrieved past the feature dimension: the most of accuracy x S over the S points above
+    ``d`` (None when the grid does not reach past it)."""
+    beyond = curve[curve.pairs > d]
+    return None if beyond.empty else float((beyond.accuracy * beyond.pairs).max())
+
+
 def knee(df: pd.DataFrame, threshold: float = TARGET_ACCURACY, x: str = "pairs", y: str = "accuracy") -> int:
     """Largest ``x`` such that every ``x`` up to it is retrieved at >= ``threshold`` (0 if none)."""
     best = 0

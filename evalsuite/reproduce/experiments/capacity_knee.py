@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+from evalsuite.analysis.capacity import probe_feature_dim as feature_dim
+from evalsuite.analysis.capacity import retrieved
 from evalsuite.labels import memory_label
 from evalsuite.records import TARGET_ACCURACY
 from evalsuite.reproduce.cells import BUDGET_FACTOR
@@ -24,21 +26,6 @@ PAPER_PAIRS = [20, 40, 60, 80, 100, 150, 200, 300, 400, 500, 600]
 
 CPU_PAIRS = [4, 8, 12, 16, 20, 24, 32, 40, 48, 64, 96, 128]  # S points from d'/2 to past 4 d' for elu+1 and DPFP nu=1..3
 RESOLVES = 3  # a knee is read only where the grid has this many S points between d'/2 and 4 d'
-
-
-def feature_dim(memory: str, d_key: int) -> int | None:
-    """d': the feature dimension a linear memory's state holds pairs in (elu+1: d_key; DPFP:
-    2 nu d_key); None for softmax, which keeps every pair."""
-    if memory.startswith("linear/dpfp(nu="):
-        return 2 * int(memory.split("nu=")[1].rstrip(")")) * d_key
-    return d_key if memory.startswith("linear/") else None
-
-
-def retrieved(curve, d: int) -> float | None:
-    """Pairs retrieved past the feature dimension: the most of accuracy x S over the S points above
-    ``d`` (None when the grid does not reach past it)."""
-    beyond = curve[curve.pairs > d]
-    return None if beyond.empty else float((beyond.accuracy * beyond.pairs).max())
 
 
 def verdict(runs, probes, p, judge):

@@ -1,0 +1,70 @@
+"""The capacity law in trained models: accuracy against D / d' for every fixed-state model whose
+state has a key-side size d' (``models.key_features``), curves that fall together on
+min(1, d' / D) when a state of d' features holds d' pairs; pairs retrieved past d' against d';
+and the capacity each map shows in the trained probe beside what trained models retrieve. Leads
+the report where recall runs sweep D across d' (``evalsuite reproduce capacity-law``)."""
+from __future__ import annotations
+
+import pandas as pd
+
+from evalsuite.analysis.capacity import probe_feature_dim, retrieved
+from evalsuite.reports import plots
+
+from . import ReportData, Section
+
+MIN_POINTS = 3  # a curve needs this many D values to be drawn
+
+
+class CapacityLaw(Section):
+    id, title, order = "capacity-law", "Capacity law", 4
+    leads = True
+
+    def build(self, data: ReportData, fmt: str) -> dict | None:
+        rows = pd.DataFrame([{"model": r["model"], "d_prime": r.get("d_prime"), "D": r["pairs"], "layers": r["n_layers"],
+                              "accuracy": r["accuracy"], "std": r["accuracy_std"], "seeds": r["seeds"],
+                              "floor": r["chance"], "epochs": r["epochs"]}
+                             for r in data.summary if r["task"] == "recall" and r.get("d_prime") and r["pairs"]
+                             and r["accuracy"] is not None])
+        if rows.empty:
+            return None
+        # the base budget of each point (its 4x rerun is a check of the same figure, shown in the runs table)
+        rows = rows.sort_values("epochs").groupby(["model", "d_prime", "D", "layers"]).head(1)
+        rows["series"] = rows.model + " d'=" + rows.d_prime.astype(int).astype(str) + rows.layers.map(
+            lambda n: "" if n == 2 else f", {n} layer{'s' * (n != 1)}")
+        rows = rows.groupby("series").filter(lambda g: g.D.nunique() >= MIN_POINTS)
+        if rows.empty:
+            return None
+        rows["ratio"] = rows.D / rows.d_prime
+        rows["pairs_retrieved"] = rows.accuracy * rows.D
+        past = rows[rows.D > rows.d_prime]
+        plateau = past.groupby(["series", "model", "d_prime"]).pairs_retrieved.mean().rename("retrieved").reset_index()
+        probe = _probe_capacity(data.probes)
+        table = []
+        for r in plateau.itertuples():
+            p = probe.get((r.model, int(r.d_prime)))
+            table.append({"series": r.series, "d_prime": int(r.d_prime), "trained": r.retrieved,
+                          "trained_ratio": r.retrieved / r.d_prime, "probe": p,
+                          "ratio": None if not p else r.retrieved / p})
+        plots_ = [{"title": "accuracy against D / d' (the law: min(1, d'/D), dashed)",
+                   "uri": plots.collapse(rows, title="MQAR: accuracy against D / d'", fmt=fmt)}]
+        if not plateau.empty:
+            plots_.append({"title": "pairs retrieved past d' against d'",
+                           "uri": plots.retrieved_against_d(plateau, title="pairs retrieved against d'", fmt=fmt)})
+        points = rows.sort_values(["series", "D"]).to_dict("records")
+        return {"plots": plots_, "table": table, "points": points}
+
+
+def _probe_capacity(probes: pd.DataFrame | None) -> dict[tuple[str, int], float]:
+    """(memory label, d') -> pairs retrieved past d' in the trained probe (mean over seeds)."""
+    if probes is None or probes.empty or "trained" not in probes:
+        return {}
+    out = {}
+    trained = probes[probes.trained.astype(bool)]
+    for (memory, d_key), part in trained.groupby(["memory", "d_key"]):
+        d = probe_feature_dim(memory, int(d_key))
+        if d is None:
+            continue
+        curve = part.groupby("pairs").accuracy.mean().reset_index()
+        if (got := retrieved(curve, d)) is not None:
+            out[memory, d] = got
+    return out
