@@ -11,13 +11,15 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # extra options: make run ARGS="--seed 1", make test PYTEST_ARGS="-k report"
 ARGS ?=
 PYTEST_ARGS ?=
+# tests run in one process per core (pytest-xdist), each torch on one thread: no oversubscription
+TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(max(1, min(4, len(os.sched_getaffinity(0)))))" 2>/dev/null || echo 2)
 
 .PHONY: run test install clean
 run: $(STAMP)
 	$(BIN)/evalsuite run --task recall --model linear $(ARGS)
 
 test: $(STAMP) $(CHROMIUM)
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 $(CHROMIUM):
 	$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium
