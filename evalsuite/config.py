@@ -49,12 +49,15 @@ class TrainConfig(Params):
     eval_every: int = Field(100, ge=1, description="steps between validation passes")
     patience: int = Field(0, ge=0, description="validation passes without improvement before stopping; 0 disables")
     target_accuracy: float = Field(TARGET_ACCURACY, gt=0, le=1, description="stop once validation accuracy reaches this (Zoology: 0.99)")
+    stop_at_target: bool = Field(True, description="stop at target_accuracy; false trains the whole budget and keeps the "
+                                 "latest of the checkpoints that validate best (length extrapolation: a model stopped "
+                                 "the moment it fits the training length may not have found a length-general solution)")
     precision: Literal["auto", "fp32", "bf16"] = Field("auto", description="auto: bf16 autocast on CUDA, fp32 on CPU")
     resample_every: int = Field(0, ge=0, description="steps between redraws of random feature maps (performer); 0 never")
     compile: bool = Field(False, description="train through torch.compile (opt in); falls back to eager with a warning "
                           "where no compiler works; the first step's time, compilation included, is compile_time_s")
 
-    LATE_FIELDS = frozenset({"compile", "warmup_steps"})
+    LATE_FIELDS = frozenset({"compile", "warmup_steps", "stop_at_target"})
 
     def warmup(self, total_steps: int) -> int:
         """Warm-up steps of a run of ``total_steps``."""

@@ -278,12 +278,16 @@ class TrainingState:
         self.eval_time += time.perf_counter() - begin
         self.history.append({"step": self.step, "train_loss": self.loss_value, "val_loss": val["loss"],
                              "val_accuracy": val["accuracy"], "lr": self.schedule.get_last_lr()[0]})
-        if val["accuracy"] > self.best["accuracy"]:
+        # ties go to the earlier checkpoint, unless the run trains on past its target (then the later)
+        better = val["accuracy"] > self.best["accuracy"] or (not self.train.stop_at_target
+                                                            and val["accuracy"] == self.best["accuracy"])
+        if better:
             self.best = {"accuracy": val["accuracy"], "step": self.step, "state": copy.deepcopy(self.model.state_dict())}
             self.evals_without_gain = 0
         else:
             self.evals_without_gain += 1
-        self.finished = (self.step >= self.total_steps or val["accuracy"] >= self.train.target_accuracy
+        self.finished = (self.step >= self.total_steps
+                         or (self.train.stop_at_target and val["accuracy"] >= self.train.target_accuracy)
                          or bool(self.train.patience and self.evals_without_gain >= self.train.patience))
         self.save_branch()
 
@@ -329,7 +333,8 @@ class TrainingState:
             context_chance=head_task.context_chance(data["test"]), chance_rule=head_task.chance_rule,
             floor=floor, floor_reader=reader,
             val_accuracy=self.best["accuracy"], best_step=self.best["step"], steps=step, budget_steps=self.total_steps,
-            **convergence(self.history, self.total_steps, train.target_accuracy), train_loss=self.loss_value,
+            **convergence(self.history, self.total_steps, train.target_accuracy if train.stop_at_target else math.inf),
+            train_loss=self.loss_value,
             train_time_s=train_time, steps_per_s=(step - self.start_step) / max(train_time, 1e-9), slices=slices,
             time_eval_s=self.eval_time, time_steps_s=train_time - self.eval_time, time_test_s=test_time,
             state_bytes_fp32=state_size(model, self.seq_len)["bytes"])

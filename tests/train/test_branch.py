@@ -59,3 +59,17 @@ def test_warmup_steps_is_a_late_field_and_a_fraction_warms_up_in_proportion():
     assert "warmup_steps" not in plain.as_dict()["train"]  # ids of runs without it are unchanged
     assert plain.train.warmup(1000) == 50 and config().train.warmup(1000) == 2
     assert config().train.branch_step(32) == 26 and config(**{"train.schedule": "cosine"}).train.branch_step(32) is None
+
+
+def test_stop_at_target_false_trains_the_whole_budget_and_keeps_the_latest_best():
+    """A target every validation pass meets stops the run at its first pass; with
+    ``stop_at_target=false`` it trains the whole budget, its checkpoint is the latest of those
+    that validate best, and the field leaves the ids of runs that do not set it alone."""
+    stop = train_one(config(**{"train.target_accuracy": 1e-6}), CPU).record
+    assert stop.metrics["steps"] == 3 and stop.metrics["stopped"] == "target"
+    on = config(**{"train.target_accuracy": 1e-6, "train.stop_at_target": False})
+    whole = train_one(on, CPU).record
+    assert whole.metrics["steps"] == whole.metrics["budget_steps"] == 32 and whole.metrics["stopped"] == "budget"
+    best = max(h["val_accuracy"] for h in whole.history)
+    assert whole.metrics["best_step"] == max(h["step"] for h in whole.history if h["val_accuracy"] == best)
+    assert config().run_id == config(**{"train.stop_at_target": True}).run_id != on.run_id
