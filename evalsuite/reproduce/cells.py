@@ -65,11 +65,14 @@ class Cell:
     label: str
     where: dict[str, Any]
     runs: list[RunRecord] = field(default_factory=list)  # done runs of this configuration
+    # the test metric the figure, the 4x gains and the ceiling read (``eval_1_accuracy``: a longer
+    # test length); the rate is chosen on validation whatever it is
+    metric: str = "accuracy"
 
     @classmethod
-    def of(cls, runs: list[RunRecord], label: str, **where) -> "Cell":
+    def of(cls, runs: list[RunRecord], label: str, metric: str = "accuracy", **where) -> "Cell":
         where = {k.replace("__", "."): v for k, v in where.items()}
-        return cls(label, where, [r for r in runs if r.ok and matches(r, where)])
+        return cls(label, where, [r for r in runs if r.ok and matches(r, where)], metric)
 
     # --- budgets, rates, seeds ----------------------------------------------------------------
     @property
@@ -117,7 +120,7 @@ class Cell:
     @property
     def accuracy(self) -> selection.Figure:
         """Test accuracy over the seeds at the best rate (``selection.figure``)."""
-        return selection.figure(self.best_runs)
+        return selection.figure(self.best_runs, self.metric)
 
     @property
     def acc(self) -> float:
@@ -180,9 +183,9 @@ class Cell:
     @property
     def gains(self) -> dict[int, float]:
         """Seed -> its 4x accuracy minus its base accuracy, at ``long_lr``."""
-        base = {r.seed: r.metrics["accuracy"] for r in self.best_runs if "accuracy" in r.metrics}
-        return {r.seed: r.metrics["accuracy"] - base[r.seed] for r in self.long_runs
-                if r.seed in base and "accuracy" in r.metrics}
+        m = self.metric
+        base = {r.seed: r.metrics[m] for r in self.best_runs if m in r.metrics}
+        return {r.seed: r.metrics[m] - base[r.seed] for r in self.long_runs if r.seed in base and m in r.metrics}
 
     @property
     def gain_4x(self) -> float | None:
@@ -194,7 +197,7 @@ class Cell:
     def long_acc(self) -> float | None:
         """Mean test accuracy of the 4x runs at ``long_lr`` (None without one)."""
         long = self.long_runs
-        return _mean([r.metrics["accuracy"] for r in long]) if long else None
+        return _mean([r.metrics[self.metric] for r in long if self.metric in r.metrics]) if long else None
 
     # --- judgements -----------------------------------------------------------------------------
     @property
@@ -244,7 +247,7 @@ class Cell:
         """The figure a comparison reads: the 4x figure where 4x the budget took every seed to the
         ceiling (the base figure was not the model's limit), else the base figure."""
         long = self.long_runs
-        if long and len(long) == len(self.seeds) and all(r.metrics.get("accuracy", 0.0) >= CEILING for r in long):
+        if long and len(long) == len(self.seeds) and all(r.metrics.get(self.metric, 0.0) >= CEILING for r in long):
             return self.long_acc
         return self.acc
 

@@ -53,7 +53,7 @@ def unsettled(cell) -> list[str]:
     if lack or cell.at_ceiling:
         return lack
     long = {r.seed: r for r in cell.long_runs}
-    if long and len(long) == len(cell.seeds) and all(r.metrics.get("accuracy", 0.0) >= CEILING for r in long.values()):
+    if long and len(long) == len(cell.seeds) and all(r.metrics.get(cell.metric, 0.0) >= CEILING for r in long.values()):
         return []  # 4x the budget takes every seed to the ceiling: that figure is final (``final_acc``)
     missing = [s for s in cell.seeds if s not in long]
     tried = {round(r.lr, 12) for r in cell._long()}

@@ -209,7 +209,7 @@ def induction(soft, soft_long, delta_acc, delta_long, encodings=("sinusoidal", "
     runs = []
     for pos in encodings:
         long = soft_long[pos] if isinstance(soft_long, dict) else soft_long
-        runs += one("softmax", soft, long, positions=pos, conv_kernel=0, **kw)
+        runs += one("softmax", soft, long, positions=pos, conv_kernel=0, **{"long": True, **kw})  # 4x: far figure short
     return (runs + one("softmax", soft, [1.0, 1.0, 1.0], positions="none", conv_kernel=4)
             + one("softmax", soft, [1.0, 1.0, 0.5], positions="rope", conv_kernel=4)
             + one("delta", delta_acc, delta_long, positions="none", conv_kernel=4))

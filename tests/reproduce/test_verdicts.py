@@ -4,6 +4,7 @@ sits at chance (inconclusive for every verdict); then the rules comparisons foll
 import pandas as pd
 import pytest
 
+from evalsuite import reproduce as rep
 from evalsuite.records import Outcome, Status, Verdict
 from evalsuite.reproduce.cells import Cell
 from tests.reproduce.synthetic import (CASES, NO_PROBES, cell, delta, hybrid, induction, judge, jrt, linear_width,
@@ -60,11 +61,11 @@ def test_induction_judges_each_encoding():
     v = judge("induction-extrapolation", induction(1.0, {"sinusoidal": short, "rope": short, "xpos": [1.0, 1.0, 0.99]},
                                                    1.0, [1.0, 1.0, 1.0]))
     assert v.status is Outcome.NOT_REPRODUCED
-    assert [k for k, ok in v.checks.items() if ok is False] == ["softmax, xPos below 0.533 at 4x the training length and beyond"]
+    assert [k for k, ok in v.checks.items() if ok is False] == ["softmax, xPos below 0.533 at T=256 (4x the training length)"]
     v = judge("induction-extrapolation", induction(1.0, [1.0, 0.99, 0.3], 1.0, [1.0, 1.0, 1.0]))
     assert v.status is Outcome.NOT_REPRODUCED  # holds at 4x (T 256), falls at 16x: it generalised past 2x
     v = judge("induction-extrapolation", induction(1.0, short, 0.07, [0.07] * 3))
-    assert v.status is Outcome.REPRODUCED and "delta + conv holds the learned level at 4x and beyond: no" in " ".join(v.figures)
+    assert v.status is Outcome.REPRODUCED and "delta + conv holds the learned level at T=256: no" in " ".join(v.figures)
 
 
 def test_induction_reports_every_test_length():
@@ -233,3 +234,19 @@ def test_capacity_law_reads_d_prime_from_the_model_and_reports_layers():
     text = " ".join(judge("capacity-law", capacity_law()).figures)
     assert "DPFP nu=1 (q/k 8) (d' = 16)" in text and "DPFP nu=1 (q/k 16) (d' = 32)" in text
     assert "Performer (8 features) (d' = 16)" in text and "with 1 mixer layer" in text
+
+
+def test_induction_reads_its_far_length_through_the_settledness_rule():
+    """The judged figure is accuracy at 4x the training length: a cell at the ceiling on the
+    training length but short far beyond it is escalated to 4x the budget on every seed, and
+    without those reruns the clause is undecided."""
+    from evalsuite.reproduce.escalation import next_changes
+    from evalsuite.reproduce.experiments import induction_extrapolation as ind
+
+    runs = induction(1.0, [1.0, 0.3, 0.07], 1.0, [1.0, 1.0, 1.0], long=False)
+    p = rep.get("induction-extrapolation").params["cpu"]
+    far = ind.far_cells(runs, p)["softmax, RoPE"]
+    assert far.metric == "eval_1_accuracy" and far.acc == 0.3
+    assert {c["seed"] for c in next_changes(far)} == {1, 2, 3} and all(c["epochs"] == 12.0 for c in next_changes(far))
+    v = judge("induction-extrapolation", runs)
+    assert v.status is Outcome.INCONCLUSIVE and "4x reruns" in v.why
