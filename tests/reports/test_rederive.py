@@ -20,11 +20,14 @@ def test_a_compact_report_rederives_its_verdicts(tmp_path, name):
         assert again.figures == data["verdicts"][0].figures and again.why == data["verdicts"][0].why
 
 
-def test_the_committed_subset_report_rederives_its_verdicts(repo_root):
-    """docs/subset-25/reproduce-subset.html (softmax-mqar and copy under the evidence method, real
-    runs): judging the runs it embeds gives exactly the verdicts it embeds."""
-    data = builder.read_embedded(repo_root / "docs" / "subset-25" / "reproduce-subset.html")
-    assert {v.name for v in data["verdicts"]} == {"softmax-mqar", "copy"}
+@pytest.mark.parametrize("path, names", [("subset-25/reproduce-subset.html", {"softmax-mqar", "copy"}),
+                                         ("induction-25/reproduce-induction.html", {"induction-extrapolation"})])
+def test_the_committed_subset_report_rederives_its_verdicts(repo_root, path, names):
+    """docs/subset-25/reproduce-subset.html (softmax-mqar and copy under the evidence method) and
+    docs/induction-25 (the first run with positional encodings), real runs: judging the runs each
+    embeds gives exactly the verdicts it embeds."""
+    data = builder.read_embedded(repo_root / "docs" / path)
+    assert {v.name for v in data["verdicts"]} == names
     for shown in data["verdicts"]:
         again = rep.get(shown.name).judge(data["runs"], data["probes"], "cpu")
         assert again.status == shown.status and again.figures == shown.figures and again.why == shown.why
