@@ -179,6 +179,24 @@ class RunRecord(BaseModel):
         return lines[0][:width] if lines else ""
 
 
+def flat_row(record: RunRecord) -> dict[str, Any]:
+    """A run as one flat row (``evalsuite runs`` and ``export``): id, status, seed, every config
+    field as ``task.x`` / ``model.x`` / ``train.x`` (dicts as JSON), and every scalar metric; nested
+    metrics (analyses, slices) are left out."""
+    import json
+
+    row: dict[str, Any] = {"run_id": record.run_id, "status": record.status.value, "seed": record.config.get("seed")}
+    for section in ("task", "model", "train"):
+        for key, value in (record.config.get(section) or {}).items():
+            row[f"{section}.{key}"] = json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else value
+    for key, value in record.metrics.items():
+        if isinstance(value, (int, float, str, bool)) or value is None:
+            row[key] = value
+    row["error"] = record.error
+    row["started_at"], row["finished_at"] = record.started_at, record.finished_at
+    return row
+
+
 def floor_of(metrics: dict) -> float | None:
     """A run's floor: the best no-memory reader's accuracy (``floor``), or, for a record made before
     readers existed, the task's chance rule, else the majority rate."""

@@ -1,4 +1,5 @@
-"""Command line: ``evalsuite run | sample | list | report | sweep | reproduce | bench | analyze``,
+"""Command line: ``evalsuite run | sample | list | runs | show | export | report | sweep | reproduce |
+bench | analyze``,
 one module per command; ``common`` holds the options and helpers they share.
 
 Exit status: 0 success, 1 a run that failed, diverged or was interrupted (the store says why), 2
@@ -78,6 +79,6 @@ def main(ctx, debug) -> None:
 
 
 
-from . import analyze, bench, list_, report, reproduce, run, sample, sweep  # noqa: E402,F401 - each adds its command
+from . import analyze, bench, export, list_, report, reproduce, run, runs, sample, show, sweep  # noqa: E402,F401 - each adds its command
 
 __all__ = ["main"]

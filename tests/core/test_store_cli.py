@@ -1,0 +1,87 @@
+"""Browsing a store without Python: `runs` (filters, --json, --csv), `show RUN` and `export`
+(csv and jsonl round-trip through pandas; parquet needs an engine), on a store of synthetic
+records (no training)."""
+import json
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from evalsuite.cli import main
+from evalsuite.records import RunRecord, Status
+from evalsuite.store import Store
+
+
+def record(run_id, model="linear", status=Status.DONE, acc=0.5, seed=0, task="recall"):
+    config = {"task": {"name": task, "seq_len": 64, "num_kv_pairs": 8}, "seed": seed,
+              "model": {"name": model, "feature_map": "elu1" if model == "linear" else None, "d_model": 64,
+                        "feature_map_options": {"nu": 1} if model == "linear" else {}},
+              "train": {"lr": 0.003, "epochs": 3.0}}
+    metrics = {"accuracy": acc, "val_accuracy": acc, "floor": 0.16, "floor_reader": "order", "steps": 100,
+               "analysis": {"nested": [1, 2]}} if status is Status.DONE else {}
+    return RunRecord(run_id=run_id, config=config, status=status, metrics=metrics,
+                     error=None if status is Status.DONE else "Traceback\nboom")
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = Store(tmp_path / "evalsuite.db")
+    for r in (record("aaaa1111", acc=0.9), record("aaaa2222", model="softmax", acc=1.0, seed=1),
+              record("bbbb3333", status=Status.FAILED), record("cccc4444", task="copy", acc=0.7)):
+        s.finish(r)
+    return s
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_runs_lists_filters_and_prints_json_and_csv(store):
+    res = invoke("runs", "--store", str(store.path))
+    assert res.exit_code == 0 and "4 runs in" in res.output and "aaaa1111" in res.output
+    rows = json.loads(invoke("runs", "--store", str(store.path), "--json").output)
+    assert {r["run_id"] for r in rows} == {"aaaa1111", "aaaa2222", "bbbb3333", "cccc4444"}
+    assert {r["run_id"] for r in json.loads(invoke("runs", "--store", str(store.path), "--json", "--model", "softmax").output)} \
+        == {"aaaa2222"}
+    assert [r["run_id"] for r in json.loads(invoke("runs", "--store", str(store.path), "--json", "--status", "failed").output)] \
+        == ["bbbb3333"]
+    assert [r["run_id"] for r in json.loads(invoke("runs", "--store", str(store.path), "--json", "--task", "copy").output)] \
+        == ["cccc4444"]
+    csv = invoke("runs", "--store", str(store.path), "--csv").output
+    assert csv.splitlines()[0].startswith("run_id,status,task,model")
+    assert invoke("runs", "--store", str(store.path), "--json", "--csv").exit_code == 2
+    missing = invoke("runs", "--store", str(store.path.parent / "none.db"))
+    assert missing.exit_code == 2 and missing.output.startswith("Error: --store")
+
+
+def test_show_a_run_by_prefix_and_as_json(store):
+    res = invoke("show", "aaaa1", "--store", str(store.path))
+    assert res.exit_code == 0 and "test accuracy" in res.output and "floor 0.1600: order" in res.output
+    assert json.loads(invoke("show", "aaaa2", "--store", str(store.path), "--json").output)["run_id"] == "aaaa2222"
+    for bad in ("aaaa", "zzzz"):  # several, none
+        res = invoke("show", bad, "--store", str(store.path))
+        assert res.exit_code == 2 and res.output.startswith("Error: RUN_ID") and "Traceback" not in res.output
+
+
+@pytest.mark.parametrize("fmt, read", [("csv", pd.read_csv), ("jsonl", lambda p: pd.read_json(p, lines=True))])
+def test_export_round_trips_through_pandas(store, tmp_path, fmt, read):
+    out = tmp_path / f"runs.{fmt}"
+    res = invoke("export", "--store", str(store.path), "--format", fmt, "-o", str(out))
+    assert res.exit_code == 0, res.output
+    frame = read(out)
+    assert sorted(frame.run_id) == ["aaaa1111", "aaaa2222", "bbbb3333", "cccc4444"]
+    by_id = frame.set_index("run_id")
+    assert by_id.loc["aaaa1111", "accuracy"] == 0.9 and by_id.loc["aaaa1111", "model.name"] == "linear"
+    assert json.loads(by_id.loc["aaaa1111", "model.feature_map_options"]) == {"nu": 1}
+    assert "analysis" not in frame  # nested metrics stay in the store
+
+
+def test_export_never_writes_over_the_store_and_names_parquets_need(store, monkeypatch):
+    res = invoke("export", "--store", str(store.path), "-o", str(store.path))
+    assert res.exit_code == 2 and "Error: --output" in res.output
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in ("pyarrow", "fastparquet") else real(name, *a))
+    res = invoke("export", "--store", str(store.path), "--format", "parquet")
+    assert res.exit_code == 2 and "pyarrow" in res.output
