@@ -10,16 +10,23 @@ from evalsuite.cli import common, main
 
 
 @main.command()
-@click.argument("spec", type=click.Path(dir_okay=False))
+@click.argument("spec", required=False, type=click.Path(dir_okay=False))
 @common.executor_options
 @click.option("--retry-failed", is_flag=True, help="run failed and diverged points again")
 @click.option("--status", "show_status", is_flag=True, help="show done, running, interrupted, failed and left; run nothing")
 @click.option("--report/--no-report", default=True, show_default=True, help="write the sweep's HTML report at the end")
 def sweep(spec, executor, workers, address, device, store_path, threads, group, retry_failed, show_status, report):
-    """Run the grid in SPEC (YAML or TOML); running it again resumes (finished runs are skipped)."""
+    """Run the grid in SPEC (YAML or TOML); running it again resumes (finished runs are skipped).
+    `--status` without SPEC lists every sweep the store holds, with its runs by status."""
     from evalsuite import sweep as sweeps
     from evalsuite.executors import get_executor
 
+    if spec is None:
+        if not show_status:
+            raise common.BadInput("SPEC: a sweep spec file (YAML or TOML) is needed to run a sweep; "
+                                  "`evalsuite sweep --status` alone lists the sweeps a store holds")
+        _store_status(common.open_store(store_path, must_exist=True))
+        return
     store = common.open_store(store_path)
     points = sweeps.expand(sweeps.load_spec(spec))
     if show_status:
@@ -53,3 +60,20 @@ def sweep(spec, executor, workers, address, device, store_path, threads, group, 
             click.echo(f"warning  report not written: {common.os_message(exc)}", err=True)
     if summary["failed"]:
         sys.exit(1)
+
+
+def _store_status(store) -> None:
+    """Every sweep of ``store``: its id, name and runs by status (``left``: never started)."""
+    sweeps = store.sweeps()
+    if not sweeps:
+        click.echo(f"no sweeps in {store.path} (runs started by `evalsuite run` are listed by `evalsuite runs`)")
+        return
+    width = max(len(s["name"]) for s in sweeps) + 2
+    for s in sweeps:
+        _, ids = store.sweep_runs(s["sweep_id"])
+        counts: dict[str, int] = {}
+        for row in store.statuses(ids):
+            counts[row["status"].value] = counts.get(row["status"].value, 0) + 1
+        left = len(ids) - sum(counts.values())
+        parts = [f"{n} {k}" for k, n in sorted(counts.items())] + ([f"{left} left"] if left else [])
+        click.echo(f"{s['sweep_id']}  {s['name']:<{width}}{len(ids)} runs: {', '.join(parts) or 'none'}")

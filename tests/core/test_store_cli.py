@@ -85,3 +85,11 @@ def test_export_never_writes_over_the_store_and_names_parquets_need(store, monke
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in ("pyarrow", "fastparquet") else real(name, *a))
     res = invoke("export", "--store", str(store.path), "--format", "parquet")
     assert res.exit_code == 2 and "pyarrow" in res.output
+
+
+def test_sweep_status_without_a_spec_lists_the_stores_sweeps(store):
+    store.add_sweep("s1", "grid", {"name": "grid"}, ["aaaa1111", "bbbb3333", "never-started"])
+    res = invoke("sweep", "--status", "--store", str(store.path))
+    assert res.exit_code == 0 and "s1  grid" in res.output and "3 runs: 1 done, 1 failed, 1 left" in res.output
+    res = invoke("sweep", "--store", str(store.path))
+    assert res.exit_code == 2 and res.output.startswith("Error: SPEC")
