@@ -27,3 +27,11 @@ class ConfigError(UserError):
 
 class Interrupted(BaseException):
     """SIGTERM, raised like Ctrl-C's KeyboardInterrupt so that runs are recorded as interrupted."""
+
+
+def did_you_mean(word: str, choices) -> str:
+    """`` Did you mean 'x'?`` for the closest of ``choices`` (``difflib``), or an empty string."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=2, cutoff=0.6)
+    return f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""

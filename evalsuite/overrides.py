@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping
 
-from evalsuite.errors import ConfigError
+from evalsuite.errors import ConfigError, did_you_mean
 
 SECTIONS = ("task", "model", "train")
 
@@ -47,13 +47,14 @@ def apply_overrides(sections: dict[str, dict], overrides: Iterable[str] | Mappin
                 raise ConfigError(f"--set {key}: this command takes no {section} settings, only "
                                   + "; ".join(f"{s}.{{{', '.join(sorted(keys[s]))}}}" for s in takes))
             if name not in keys[section]:
-                raise ConfigError(f"--set {key}: unknown key {name!r} in section {section!r}; valid keys: "
-                                  f"{', '.join(sorted(keys[section]))}")
+                raise ConfigError(f"--set {key}: unknown key {name!r} in section {section!r}."
+                                  f"{did_you_mean(name, keys[section])} Valid keys: {', '.join(sorted(keys[section]))}")
         else:
             owners = [s for s in SECTIONS if name in keys[s]]
             if not owners:
                 valid = ", ".join(f"{s}.{k}" for s in SECTIONS for k in sorted(keys[s]))
-                raise ConfigError(f"--set {key}: unknown key; valid keys: {valid}")
+                raise ConfigError(f"--set {key}: unknown key.{did_you_mean(name, [k for s in SECTIONS for k in keys[s]])}"
+                                  f" Valid keys: {valid}")
             if len(owners) > 1:
                 raise ConfigError(f"--set {key}: ambiguous, it is a key of {' and '.join(owners)}; "
                                   f"write {' or '.join(f'{s}.{name}' for s in owners)}")

@@ -14,7 +14,7 @@ from evalsuite import resources
 from evalsuite import tasks as task_zoo
 from evalsuite.config import MAX_EXAMPLES, MAX_SEGMENTS, PRESETS, RunConfig, TaskSpec, TrainConfig
 from evalsuite.models import ModelConfig, ModelSpec
-from evalsuite.errors import ConfigError
+from evalsuite.errors import ConfigError, did_you_mean
 from evalsuite.overrides import apply_overrides
 from evalsuite.params import MAX_SEED
 from evalsuite.registry import UnknownName
@@ -73,7 +73,8 @@ def resolve(task: str, model: str, *, preset: str = "default", overrides: Iterab
     task_cls, mixer_cls = _task_class(task), _mixer_class(model)
     if preset not in PRESETS and preset not in task_cls.presets:
         available = sorted(set(PRESETS) | set(task_cls.presets))
-        raise ConfigError(f"--preset: unknown preset {preset!r} for task {task!r}; available: {', '.join(available)}")
+        raise ConfigError(f"--preset: unknown preset {preset!r} for task {task!r}.{did_you_mean(preset, available)} "
+                          f"Available: {', '.join(available)}")
     general = PRESETS[preset_base(task_cls, preset)]
     sections = {
         "task": dict(task_cls.presets.get(preset, {})),

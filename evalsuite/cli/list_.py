@@ -25,6 +25,18 @@ def _fields(model_cls) -> str:
     return ", ".join(f"{name}={f.get_default(call_default_factory=True)!r}" for name, f in model_cls.model_fields.items())
 
 
+def _preset_fields(task_cls) -> str:
+    """The parameters a run gets with no --preset: the default preset's values over the
+    generator's defaults (what `evalsuite run --task NAME` trains on), the preset's own marked *."""
+    preset = task_cls.presets.get("default", {})
+    parts = []
+    for name, f in task_cls.Params.model_fields.items():
+        value = preset[name] if name in preset else f.get_default(call_default_factory=True)
+        parts.append(f"{name}={value!r}" + ("*" if name in preset else ""))
+    extra = [k for k in preset if k not in task_cls.Params.model_fields]  # segments, eval_segments
+    return ", ".join(parts + [f"{k}=...*" for k in extra]) + ("  (* set by the default preset)" if preset else "")
+
+
 def _first_line(obj, width: int = 100) -> str:
     """The docstring's first sentence (or paragraph), on one line."""
     paragraph = " ".join((obj.__doc__ or "").strip().split("\n\n")[0].split())
@@ -45,7 +57,7 @@ def _listing(kind: str) -> list[str]:
     from evalsuite.models import feature_maps
 
     if kind == "tasks":
-        return [f"{name:<14} {cls.description}\n{'':<17}params: {_fields(cls.Params)}\n"
+        return [f"{name:<14} {cls.description}\n{'':<17}params (default preset): {_preset_fields(cls)}\n"
                 f"{'':<17}presets: {', '.join(cls.presets) or '-'}" for name, cls in tasks.TASKS.items()]
     if kind == "models":
         return [f"{name:<14} {_first_line(cls)}"

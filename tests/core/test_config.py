@@ -53,7 +53,7 @@ def test_a_stored_config_reads_back_as_the_same_run():
     (dict(task="recall", model="linear", overrides=["vocab_size=12", "num_kv_pairs=8"]), r"use vocab_size >= 18"),
     (dict(task="recall", model="linear", overrides=["d_model=-4"]), r"model.d_model: .*greater than or equal to 1"),
     (dict(task="recall", model="linear", overrides=["lr=abc"]), r"train.lr: Input should be a valid number"),
-    (dict(task="recall", model="linear", overrides=["train.foo=1"]), r"unknown key 'foo' in section 'train'; valid keys: batch_size"),
+    (dict(task="recall", model="linear", overrides=["train.foo=1"]), r"unknown key 'foo' in section 'train'\. Valid keys: batch_size"),
     (dict(task="recall", model="linear", overrides=["nonsense=1"]), r"--set nonsense: unknown key"),
     (dict(task="recall", model="linear", overrides=["bogus.lr=1"]), r"unknown section 'bogus'"),
     (dict(task="recall", model="linear", overrides=["lr"]), r"expected KEY=VALUE"),
@@ -61,7 +61,7 @@ def test_a_stored_config_reads_back_as_the_same_run():
     (dict(task="recall", model="softmax", feature_map="elu1"), r"uses no feature map"),
     (dict(task="recall", model="linear", feature_map="identity"), r"z-denominator"),
     (dict(task="recall", model="linear", overrides=["n_heads=3"]), r"divisible by n_heads"),
-    (dict(task="recall", model="linear", preset="huge"), r"--preset: unknown preset 'huge' for task 'recall'; available: default"),
+    (dict(task="recall", model="linear", preset="huge"), r"--preset: unknown preset 'huge' for task 'recall'\. Available: default"),
     (dict(task="recall", model="linear", overrides=["model.normalize=zz"]), r"model.normalize: Input should be 'z', 'rmsnorm' or 'none'"),
     (dict(task="recall", model="linear", seed=-1), r"--seed"),
 ])
