@@ -78,7 +78,8 @@ def group_option(command):
 
 def executor_options(command):
     for option in reversed([
-            click.option("--executor", default="local", show_default=True, type=click.Choice(["local", "ray"])),
+            click.option("--executor", default="local", show_default=True, type=click.Choice(["local", "ray"]),
+                         help="local: worker processes on this machine; ray: tasks on a Ray cluster (--address)"),
             click.option("--workers", default=None, type=click.IntRange(min=1),
                          help="parallel runs [default: 1 on CPU (all cores), one per GPU]"),
             click.option("--address", default=None, help="Ray: join the cluster at this address instead of starting one"),

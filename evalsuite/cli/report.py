@@ -8,7 +8,8 @@ from evalsuite.cli import common, main
 
 @main.command()
 @common.store_option
-@click.option("-o", "--output", default="results/report.html", show_default=True, type=click.Path())
+@click.option("-o", "--output", default="results/report.html", show_default=True, type=click.Path(),
+              help="the HTML file to write (never the store or one of its files)")
 @click.option("--plot-format", default="png", show_default=True, type=click.Choice(["png", "svg"]),
               help="png (small) or svg (for publication) for the summary plots")
 @click.option("--open", "open_after", is_flag=True, help="open the report in the default browser")

@@ -68,3 +68,11 @@ def test_report_over_store(tmp_path, store_path):
     res = invoke("report", "--store", str(store_path), "-o", str(out))
     assert res.exit_code == 0 and out.exists()
     assert CliRunner().invoke(main, ["report", "--store", str(tmp_path / "none.db")]).exit_code == 2
+
+
+def test_every_option_of_every_command_has_help():
+    import click
+
+    missing = [(name, p.opts) for name, cmd in main.commands.items() for p in cmd.params
+               if isinstance(p, click.Option) and not p.help and p.name != "help"]
+    assert not missing
