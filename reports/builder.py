@@ -226,6 +226,15 @@ def _view(r: RunRecord, compact: bool = False) -> dict:
 
 
 def write(runs: Iterable[dict], path: str | Path, title: str = "evalsuite report", **options) -> Path:
-    """Render and write atomically (a half-written report never appears at ``path``)."""
+    """Render and write atomically (a half-written report never appears at ``path``); in a folder
+    named ``reports`` (where run, sweep and reproduce write theirs) also rewrite its ``index.html``."""
     html = render(runs, title, **options)
-    return files.write_text(path, html)
+    out = files.write_text(path, html)
+    if out.parent.name == "reports" and out.name != "index.html":  # the suite's own report folders, not docs/
+        from .index import write_index
+
+        try:
+            write_index(out.parent)
+        except OSError:  # an index that cannot be written never costs the report
+            pass
+    return out
