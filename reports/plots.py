@@ -120,6 +120,30 @@ def training_curves(history: list[dict], fmt: str = "png") -> str | None:
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 
 
+def run_curve(history: list[dict], *, floor: float | None, target: float, title: str, fmt: str = "png") -> str | None:
+    """One run's validation accuracy against steps, its task's floor and the target drawn and
+    labelled (the plateau at the floor is the pattern a recall curve is read by), and its losses."""
+    if not history:
+        return None
+    steps = [h["step"] for h in history]
+    fig, (ax, ax_loss) = plt.subplots(1, 2, figsize=(8.4, 2.9), gridspec_kw={"width_ratios": [3, 2]})
+    ax.plot(steps, [h.get("val_accuracy") for h in history], marker=".", label="validation accuracy")
+    ax.axhline(target, color="#1a7f37", lw=0.9, ls="--")
+    ax.annotate(f"target {target:g}", (steps[0], target), textcoords="offset points", xytext=(2, -11), fontsize=7,
+                color="#1a7f37")
+    if floor is not None:
+        ax.axhline(floor, color="#cf222e", lw=0.9, ls=":")
+        ax.annotate(f"floor {floor:.3f} (no memory)", (steps[0], floor), textcoords="offset points", xytext=(2, 3),
+                    fontsize=7, color="#cf222e")
+    ax.set(xlabel="step", ylabel="validation accuracy", ylim=(-0.02, 1.04), title=title)
+    ax_loss.plot(steps, [h.get("train_loss") for h in history], marker=".", label="train")
+    ax_loss.plot(steps, [h.get("val_loss") for h in history], marker=".", label="validation")
+    ax_loss.set(xlabel="step", ylabel="loss", title="loss")
+    ax_loss.legend(frameon=False, fontsize=7)
+    fig.tight_layout()
+    return to_uri(fig, fmt)
+
+
 def collapse(df: pd.DataFrame, *, title: str, fmt: str = "png") -> str:
     """Accuracy against D / d' (log 2), one line per ``series`` (distinct markers, legend outside the
     axes), and the law accuracy = min(1, d' / D) dashed: curves that fall together on it when a

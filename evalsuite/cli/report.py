@@ -30,7 +30,7 @@ def report(store_path, output, plot_format, open_after, sweep_id, compact):
         except KeyError as exc:
             raise common.BadInput(f"--sweep: {exc.args[0]}") from None
     runs = store.runs(run_ids)
-    path = builder.write(runs, output, title=f"evalsuite report: {len(runs)} runs", probes=store.probes(),
+    path = builder.write(runs, output, title=f"evalsuite report: {len(runs)} run{'s' * (len(runs) != 1)}", probes=store.probes(),
                          plot_format=plot_format, compact=compact)
     click.echo(f"report   {path} ({path.stat().st_size / 2**20:.1f} MiB, {len(runs)} runs)")
     if open_after:

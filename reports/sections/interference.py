@@ -31,7 +31,7 @@ def _interference(runs: list[RunRecord], fmt: str) -> dict:
     section["table"] = rows
     for item in _best_per_model(runs):
         ex = item["run"].metrics["analysis"].get("example")
-        if ex and ex.get("gram"):
+        if ex and ex.get("gram") and len(ex["gram"]) > 1:  # a 1 x 1 Gram matrix says nothing
             grid = pd.DataFrame(ex["gram"], index=ex["key_positions"], columns=ex["key_positions"])
             section["plots"].append({"title": f"key Gram matrix: {item['label']}", "uri": plots.heatmap(
                 grid, title=f"key cosines, layer {ex['layer']} head {ex['head']}: {item['label']}",
