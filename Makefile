@@ -4,7 +4,9 @@ VENV ?= .venv
 # CPU wheel by default; on a GPU machine: make run TORCH_SPEC="torch" (or a CUDA index pin)
 TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
+# the package and what `make run` needs; then the test tools and Ray (the sweep tests drive a local cluster)
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 # the report test drives Debian's Chromium (through Playwright); installed here when missing
 CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -18,7 +20,7 @@ TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(max(1, min(4, len(os.sche
 run: $(STAMP)
 	$(BIN)/evalsuite run --task recall --model linear $(ARGS)
 
-test: $(STAMP) $(CHROMIUM)
+test: $(TEST_STAMP) $(CHROMIUM)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 $(CHROMIUM):
@@ -29,8 +31,12 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install "$(TORCH_SPEC)"
-	$(BIN)/pip install -e ".[dev,ray]"
+	$(BIN)/pip install -e .
 	touch $(STAMP)
+
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/pip install -e ".[dev,ray]"
+	touch $(TEST_STAMP)
 
 clean:
 	rm -rf $(VENV) results test-artifacts .pytest_cache build dist

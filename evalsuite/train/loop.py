@@ -187,7 +187,8 @@ def run_alone(run: "TrainingState", progress: bool | None = None) -> None:
         run.end_step()
         bar.update(1)
         if run.history and run.history[-1]["step"] == run.step:
-            bar.set_postfix(loss=f"{run.loss_value:.3f}", val_acc=f"{run.history[-1]['val_accuracy']:.3f}")
+            bar.set_postfix(loss=f"{run.loss_value:.3f}",
+                            val_acc=f"{run.history[-1]['val_accuracy']:.3f} (target {run.train.target_accuracy:g})")
     bar.close()
     run.finish()
 
@@ -369,4 +370,4 @@ class TrainingState:
 def progress_bar(total: int, show: bool, desc: str, initial: int = 0):
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, initial=initial, disable=not show, desc=desc, leave=False, dynamic_ncols=True)
+    return tqdm(total=total, initial=initial, disable=not show, desc=desc, leave=True, dynamic_ncols=True)  # stays on screen
