@@ -17,7 +17,8 @@ def feature_map_label(name: str | None, options: dict[str, Any] | None = None) -
 
 
 def model_label(config: dict) -> str:
-    """A run's model: ``softmax``, ``linear/dpfp(nu=2)``, ``hybrid/elu1[SL]``, ``gla[scalar]``, ``delta+gate``."""
+    """A run's model: ``softmax``, ``linear/dpfp(nu=2)``, ``hybrid/elu1[SL]``, ``gla[scalar]``, ``delta+gate``,
+    ``softmax+rope`` (sinusoidal, rotary and xPos positions are named; learned and none are not)."""
     model = config["model"]
     label = model["name"]
     if model.get("feature_map"):
@@ -28,6 +29,8 @@ def model_label(config: dict) -> str:
         label += f"[{model['gate']}]"
     if model.get("gated"):
         label += "+gate"
+    if model.get("positions") in ("sinusoidal", "rope", "xpos"):  # the encodings a label must not hide
+        label += f"+{model['positions']}"
     return label
 
 

@@ -20,7 +20,46 @@ DPI = 80
 PNG_COLORS = 128  # a palette PNG is a third to a quarter of the size; plots have few colours
 
 
+def _boxes_overlap(a, b) -> bool:
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+
+
+def overlaps(fig) -> list[str]:
+    """What the plotting rules forbid, from matplotlib's own extents after a draw: a legend over
+    its axes (the data) or over the axes' title."""
+    if not any(ax.get_legend() is not None for ax in fig.axes):
+        return []  # nothing to check: no draw
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    found = []
+    for i, ax in enumerate(fig.axes):
+        legend = ax.get_legend()
+        if legend is None or not legend.get_visible():
+            continue
+        box = legend.get_window_extent(renderer)
+        if _boxes_overlap(box, ax.get_window_extent(renderer)):
+            found.append(f"axes {i}: the legend overlaps the axes")
+        if ax.get_title() and _boxes_overlap(box, ax.title.get_window_extent(renderer)):
+            found.append(f"axes {i}: the legend overlaps the title")
+    return found
+
+
+def place_legends(fig) -> None:
+    """Move every legend that overlaps its axes or title outside, to the right of the axes."""
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is None:
+            continue
+        handles, labels = ax.get_legend_handles_labels()
+        if not handles:
+            continue
+        ax.legend(handles, labels, fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  borderaxespad=0.0)
+
+
 def to_uri(fig, fmt: str = "png") -> str:
+    if overlaps(fig):
+        place_legends(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format=fmt, dpi=DPI, bbox_inches="tight", metadata=None if fmt == "png" else {"Date": None})
     plt.close(fig)
