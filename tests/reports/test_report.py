@@ -125,6 +125,27 @@ def test_report_in_headless_chromium(report_store, repo_root):
         page.fill("#filter", "")
         assert page.get_by_text(HOSTILE).count() >= 1  # shown as text, not run
         page.screenshot(path=str(artifacts / "report.png"), full_page=True)
+        page.click("#runs-table tbody tr:first-child summary")  # a run opens on demand
+        assert page.evaluate("document.querySelector('#runs-table tbody tr details').open")
+        for width in (1400, 390):
+            page.set_viewport_size({"width": width, "height": 900})
+            page.goto(report_store.as_uri())
+            page.wait_for_load_state("load")
+            # no page-level horizontal overflow: wide tables scroll inside their own box
+            assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1"), width
+            # no two sibling blocks of the page overlap (figures, tables, headings, text)
+            overlaps = page.evaluate("""() => {
+                const out = [];
+                const blocks = Array.from(document.body.children).filter(e => e.offsetParent !== null && e.tagName !== 'SCRIPT');
+                for (let i = 0; i + 1 < blocks.length; i++) {
+                    const a = blocks[i].getBoundingClientRect(), b = blocks[i + 1].getBoundingClientRect();
+                    if (a.height && b.height && b.top < a.bottom - 1) out.push(blocks[i].tagName + '/' + blocks[i + 1].tagName);
+                }
+                return out; }""")
+            assert overlaps == [], (width, overlaps)
+            height = page.evaluate("document.documentElement.scrollHeight")
+            assert height < 900 * 60, (width, height)  # a small store's report: the runs are one table, not a page each
+            page.screenshot(path=str(artifacts / f"report-{width}.png"), full_page=False)
         browser.close()
     assert console == []
     assert dialogs == []
