@@ -90,11 +90,6 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
     for target in results_paths:
         files.write_text(target, text)
         click.echo(f"results  {target}")
-    if rebuild:
-        store = common.open_store(str(Path(rebuild).expanduser()))
-        import_runs(store, data["runs"], data["probes"], experiments, scale)
-        click.echo(f"store    {store.path} ({len(data['runs'])} runs from {report}; judge them with "
-                   f"`evalsuite reproduce {' '.join(names)} --verdicts-only --store {store.path}`)".replace("  --", " --"))
 
 
 def _verdicts_from(report: str, experiments, scale: str, results_path: str | None, names, rebuild: str | None) -> None:
