@@ -69,6 +69,16 @@ def open_store(store_path, must_exist: bool = False):
     return store
 
 
+def sweep_run_ids(store, sweep_id: str | None) -> list[str] | None:
+    """The run ids of ``--sweep`` (an id or unique prefix) in ``store``; None for every run."""
+    if not sweep_id:
+        return None
+    try:
+        return store.sweep_runs(sweep_id)[1]
+    except KeyError as exc:
+        raise BadInput(f"--sweep: {exc.args[0]}") from None
+
+
 def group_option(command):
     return click.option("--group", default="auto", show_default=True, type=click.Choice(["auto", "on", "off"]),
                         help="train points that differ only in learning rate and seed together, as one batched model "

@@ -28,12 +28,7 @@ def export(store_path, fmt, output, sweep_id):
         raise common.BadInput("--format parquet: needs pyarrow or fastparquet (pip install pyarrow); "
                               "csv and jsonl need nothing more")
     target = files.check_output(output or store.path.parent / f"export.{fmt}", "--output", store=store.path)
-    run_ids = None
-    if sweep_id:
-        try:
-            sweep_id, run_ids = store.sweep_runs(sweep_id)
-        except KeyError as exc:
-            raise common.BadInput(f"--sweep: {exc.args[0]}") from None
+    run_ids = common.sweep_run_ids(store, sweep_id)
     frame = pd.DataFrame([flat_row(r) for r in store.runs(run_ids)])
     tmp = target.with_name(f".{target.name}.tmp")
     if fmt == "csv":

@@ -23,12 +23,7 @@ def report(store_path, output, plot_format, open_after, sweep_id, compact):
 
     store = common.open_store(store_path, must_exist=True)
     files.check_output(output, "--output", store=store.path)
-    run_ids = None
-    if sweep_id:
-        try:
-            sweep_id, run_ids = store.sweep_runs(sweep_id)
-        except KeyError as exc:
-            raise common.BadInput(f"--sweep: {exc.args[0]}") from None
+    run_ids = common.sweep_run_ids(store, sweep_id)
     runs = store.runs(run_ids)
     path = builder.write(runs, output, title=f"evalsuite report: {len(runs)} run{'s' * (len(runs) != 1)}", probes=store.probes(),
                          plot_format=plot_format, compact=compact)

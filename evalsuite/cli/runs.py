@@ -17,12 +17,7 @@ def listing(store, task=None, model=None, status=None, sweep_id=None) -> list[di
     from evalsuite.labels import model_label
     from evalsuite.records import floor_of
 
-    run_ids = None
-    if sweep_id:
-        try:
-            sweep_id, run_ids = store.sweep_runs(sweep_id)
-        except KeyError as exc:
-            raise common.BadInput(f"--sweep: {exc.args[0]}") from None
+    run_ids = common.sweep_run_ids(store, sweep_id)
     rows = []
     for r in store.runs(run_ids):
         label = model_label(r.config)
