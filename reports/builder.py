@@ -23,6 +23,7 @@ from evalsuite.models.state import zoology_units
 from evalsuite.records import METRICS, RunRecord, Verdict, convergence_note
 
 from . import plots
+from .index import shown_verdicts
 from .sections import ReportData, sections
 
 PLOT_FORMATS = ("png", "svg")
@@ -170,15 +171,6 @@ def read_embedded(path: str | Path) -> dict:
             "probes": pd.DataFrame(data.get("probes") or []),
             "verdicts": [Verdict.model_validate(v) for v in data.get("verdicts") or []],
             "shown": shown_verdicts(text)}
-
-
-def shown_verdicts(text: str) -> dict[str, str]:
-    """Experiment name -> the outcome a report's verdict table shows (read from its HTML, for
-    reports made before verdicts were embedded as data)."""
-    import re
-
-    rows = re.findall(r"<tr><td><b>([^<]+)</b>.*?<td class=['\"]verdict-[a-z-]+['\"]>([^<]+)</td></tr>", text, flags=re.S)
-    return {name: status for name, status in rows}
 
 
 def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes: pd.DataFrame | None = None,

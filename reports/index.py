@@ -12,10 +12,15 @@ from evalsuite import files
 INDEX = "index.html"
 
 
+def shown_verdicts(text: str) -> dict[str, str]:
+    """Experiment name -> the outcome a report's verdict table shows (read from its HTML, for
+    reports made before verdicts were embedded as data)."""
+    rows = re.findall(r"<tr><td><b>([^<]+)</b>.*?<td class=['\"]verdict-[a-z-]+['\"]>([^<]+)</td></tr>", text, flags=re.S)
+    return {name: status for name, status in rows}
+
+
 def entry(path: Path) -> dict:
     """What the index shows of one report, read from its HTML (title, run count, verdict outcomes)."""
-    from .builder import shown_verdicts
-
     text = path.read_text(errors="replace")
     title = re.search(r"<title>(.*?)</title>", text, re.S)
     runs = re.search(r"<p class=\"muted\">(\d[\d,]*) runs?\.", text)
