@@ -12,17 +12,18 @@ def section(runs, probe_rows=None):
 
 
 def test_the_table_reads_each_maps_capacity_and_the_probes():
-    rows = probes({"linear/elu1": 16, "linear/dpfp(nu=1)": 32}, grid=(8, 16, 24, 32, 48, 64))
+    rows = probes({"linear/elu1": 8, "linear/dpfp(nu=1)": 16}, grid=(4, 8, 12, 16, 24, 32))
+    rows["d_key"] = 8
     s = section(capacity_law(), rows)
     table = {r["series"]: r for r in s["table"]}
-    assert table["linear/elu1 d'=16"]["trained"] == 16.0 and table["linear/elu1 d'=16"]["probe"] == 16.0
-    assert table["linear/dpfp(nu=1) d'=32"]["trained"] == 32.0 and table["linear/dpfp(nu=1) d'=32"]["ratio"] == 1.0
-    assert table["linear/dpfp(nu=1) d'=16"]["probe"] is None  # no probe at d_key 8
-    assert table["delta d'=16"]["trained"] == 24.0
+    assert table["linear/elu1 d'=8"]["trained"] == 8.0 and table["linear/elu1 d'=8"]["probe"] == 8.0
+    assert table["linear/dpfp(nu=1) d'=16"]["trained"] == 16.0 and table["linear/dpfp(nu=1) d'=16"]["ratio"] == 1.0
+    assert table["linear/dpfp(nu=1) d'=8"]["probe"] is None  # no probe at d_key 4
+    assert table["delta d'=8"]["trained"] == 12.0
     assert len(s["plots"]) == 2 and all(p["uri"].startswith("data:image/png") for p in s["plots"])
     assert "softmax" not in " ".join(table)  # no d': it keeps every pair
 
 
 def test_no_section_without_a_sweep_of_d_across_d_prime():
-    runs = [r for r in capacity_law() if r.config["task"]["num_kv_pairs"] in (8, 16)]
+    runs = [r for r in capacity_law() if r.config["task"]["num_kv_pairs"] in (4, 8)]
     assert section(runs) is None

@@ -233,22 +233,23 @@ def judge(name, runs, pr=NO_PROBES):
     return rep.get(name).judge(runs, pr, "cpu")
 
 
-LAW = {"elu+1": 16, "DPFP nu=1 (q/k 8)": 16, "Performer (8 features)": 16, "delta": 24, "DPFP nu=1 (q/k 16)": 32,
-       "softmax": None}
-
-
 def capacity_law(soft=1.0, moving=0.0, unsettled=(), **caps):
-    """MQAR runs where each map retrieves ``caps[label]`` pairs (accuracy min(1, cap / D); softmax
-    ``soft`` at every D, or ``soft[D]``), from a world where the law holds (``LAW``), with ``caps`` replacing some of
-    it; ``moving``: the gain of every 4x rerun of a cell below the ceiling; ``unsettled``: maps run
-    at one rate and one seed."""
+    """MQAR runs at the CPU scale's d' (8) where each map retrieves ``caps[key]`` pairs (accuracy
+    min(1, cap / D); softmax ``soft`` at every D, or ``soft[D]``), from a world where the law holds
+    (the additive maps d', delta 1.5 d', DPFP at q/k d' 2 d'), with ``caps`` replacing some of it
+    (keys: elu, dpfp8, performer, delta, dpfp16, softmax, named for d' = 8: dpfp8 is the map whose
+    d' is 8, dpfp16 the one at 16); ``moving``: the gain of every 4x rerun of a cell below the
+    ceiling; ``unsettled``: labels run at one rate and one seed."""
     from evalsuite.reproduce.experiments import capacity_law as law
 
-    world = {**LAW, **{law_label(k): v for k, v in caps.items()}}
+    d = law.SCALES["cpu"]["d_prime"]
+    m = law.maps(d)
+    world = {"elu+1": d, "DPFP nu=1, q/k d'/2": d, "Performer, d'/2 features": d, "delta": 1.5 * d,
+             "DPFP nu=1, q/k d'": 2 * d, "softmax": None, **{law_label(k): v for k, v in caps.items()}}
     runs = []
 
     def add(label, D, layers=2):
-        keys = law.MAPS[label]
+        keys = m[label]
         opts = {k.split(".", 1)[1]: v for k, v in keys.items() if k != "model"}
         fmap = opts.pop("feature_map", None)
         cap = world[label]
@@ -256,18 +257,16 @@ def capacity_law(soft=1.0, moving=0.0, unsettled=(), **caps):
         return retask(cell(keys["model"], acc, seq_len=4 * D, pairs=D, fmap=fmap, gain=moving, settled=label not in unsettled,
                            **opts), f"L{layers}", model={"n_layers": layers})
 
-    for label in law.MAPS:
-        for D in law.PAIRS["cpu"]:
+    for label in m:
+        for D in law.SCALES["cpu"]["pairs"]:
             runs += add(label, D)
-    label, D = law.LAYERS_POINT
-    return runs + add(label, D, layers=1)
+    return runs + add(law.LAYERS, 2 * d, layers=1)
 
 
 def law_label(key: str) -> str:
-    """Keyword names for ``capacity_law``: elu, dpfp8, performer, delta, dpfp16, softmax."""
-    return {"elu": "elu+1", "dpfp8": "DPFP nu=1 (q/k 8)", "performer": "Performer (8 features)", "delta": "delta",
-            "dpfp16": "DPFP nu=1 (q/k 16)", "softmax": "softmax"}[key]
+    return {"elu": "elu+1", "dpfp8": "DPFP nu=1, q/k d'/2", "performer": "Performer, d'/2 features", "delta": "delta",
+            "dpfp16": "DPFP nu=1, q/k d'", "softmax": "softmax"}[key]
 
 
-CASES["capacity-law"] = (capacity_law(), capacity_law(dpfp16=16), capacity_law(unsettled=("elu+1",)),
+CASES["capacity-law"] = (capacity_law(), capacity_law(dpfp16=8), capacity_law(unsettled=("elu+1",)),
                          capacity_law(soft=1 / 8, **{k: 0 for k in ("elu", "dpfp8", "performer", "delta", "dpfp16")}))

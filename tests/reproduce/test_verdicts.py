@@ -212,12 +212,12 @@ def test_frontier_states_stand_in_zoologys_units_beside_ours():
 
 @pytest.mark.parametrize("case, runs, failed", [
     ("plateaus move at 4x", dict(moving=0.2), ["the plateau does not move at 4x the budget"]),
-    ("maps disagree at one d'", dict(performer=8), ["Performer (8 features): pairs retrieved past d' = 16 within x1.41 of it",
-                                                    "the additive maps at d' = 16 agree within x1.41"]),
-    ("DPFP's larger d' out of order", dict(dpfp16=16),
-     ["DPFP nu=1 (q/k 16) (d' = 32) retrieves more than elu+1 (d' = 16) at D=64"]),
-    ("delta below elu+1", dict(delta=8), ["the delta rule retrieves at least as many pairs as elu+1 at d' = 16"]),
-    ("softmax fails at large D", dict(soft={8: 1.0, 16: 1.0, 32: 0.9, 64: 0.5}),
+    ("maps disagree at one d'", dict(performer=4), ["Performer, d'/2 features: pairs retrieved past d' = 8 within x1.41 of it",
+                                                    "the additive maps at d' = 8 agree within x1.41"]),
+    ("DPFP's larger d' out of order", dict(dpfp16=8),
+     ["DPFP nu=1, q/k d' (d' = 16) retrieves more than elu+1 (d' = 8) at D=32"]),
+    ("delta below elu+1", dict(delta=4), ["the delta rule retrieves at least as many pairs as elu+1 at d' = 8"]),
+    ("softmax fails at large D", dict(soft={4: 1.0, 8: 1.0, 16: 0.9, 32: 0.5}),
      ["softmax (control) at 0.95 or above at every D"]),
 ])
 def test_capacity_law_fails_on_the_clause_it_should(case, runs, failed):
@@ -232,8 +232,8 @@ def test_capacity_law_reads_d_prime_from_the_model_and_reports_layers():
     from tests.reproduce.synthetic import capacity_law
 
     text = " ".join(judge("capacity-law", capacity_law()).figures)
-    assert "DPFP nu=1 (q/k 8) (d' = 16)" in text and "DPFP nu=1 (q/k 16) (d' = 32)" in text
-    assert "Performer (8 features) (d' = 16)" in text and "with 1 mixer layer" in text
+    assert "DPFP nu=1, q/k d'/2 (d' = 8)" in text and "DPFP nu=1, q/k d' (d' = 16)" in text
+    assert "Performer, d'/2 features (d' = 8)" in text and "with 1 mixer layer" in text
 
 
 def test_induction_reads_its_far_length_through_the_settledness_rule():

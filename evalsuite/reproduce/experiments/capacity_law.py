@@ -5,20 +5,30 @@ docs/FINDINGS.md, findings 3 and 16).
 
 Setting: the default backbone (d_model 64, 2 layers, 1 head, short convolution) on MQAR with D
 swept from d'/2 to 4 d' (context T = 4 D, the least the task allows; vocabulary 256: 127 keys
-and 128 values, enough for 64 distinct keys). d' is set with the mixers' ``feature_dim`` at a
+and 128 values, enough for the distinct keys). d' is set with the mixers' ``feature_dim`` at a
 trainable width (FINDINGS 16: small widths fail to optimise before they fail to store) and read
-back from the model itself (``models.key_features``: the map's output size). At d' = 16: elu+1
-(query/key 16), DPFP nu = 1 (query/key 8), Performer (query/key 16, 8 random features: output
-16) and the delta rule (query/key 16); at query/key 16, DPFP nu = 1 has d' = 32. Softmax is the
-control. One more point measures one mixer layer against two (elu+1 at D = 2 d').
+back from the model itself (``models.key_features``: the map's output size). At one d': elu+1
+(query/key d'), DPFP nu = 1 (query/key d'/2), Performer (query/key d', d'/2 random features:
+output d') and the delta rule (query/key d'); at query/key d', DPFP nu = 1 has 2 d'. Softmax is
+the control. One more point measures one mixer layer against two (elu+1 at D = 2 d').
+
+Scales: the paper scale is d' = 16 (D 8 to 64, the probe's d_key), 16 epochs. The CPU scale is
+d' = 8 (D 4, 8, 16, 32; T 16 to 128) at the default preset's budget (8 epochs of 40,000: 5,000
+steps), because a first CPU attempt at d' = 16 and 3 epochs (1,875 steps; 31 runs, seed 0,
+stopped) could not tell capacity from optimisation: every linear cell was still undertrained, even
+elu+1 at D = 8 = d'/2 (0.847 at lr 1e-2), and at D = 64 (T 256, 6 steps/s on one core) every map
+sat at or below the floor (0.012-0.022 against 0.032). A settled CPU run (three seeds, 4x the
+budget on every seed of the cells past d', at two rates) is projected at about 12 hours on this
+2-core machine: it runs in segments (``--segment-minutes``); the 90 minutes aimed at hold only for
+the seed-0 rate sweep.
 
 Tolerance: the probe (``analyze capacity``, one memory layer, d_key 16) retrieves 16.0 pairs
 for elu+1 and 32.0 for DPFP nu = 1 past d' (docs/RESULTS.md, capacity-knee), exactly d'. The
 tolerance is the widest that still tells d' from 2 d' apart, the two d' values here: a factor
-sqrt(2) either side (at d' = 16: 11.3 to 22.6 pairs).
+sqrt(2) either side (at d' = 8: 5.7 to 11.3 pairs).
 
-Cut for the CPU scale (90 minutes on 2 cores is the aim): D in {8, 16, 32, 64} (4 points per
-curve; the paper scale has 7) before any cut in seeds (3 reported seeds, rates on seed 0).
+Pairs retrieved are accuracy x D as the field reads them; the floor's x D stands beside them
+(under teacher forcing a reader with no memory retrieves a few pairs too).
 """
 from __future__ import annotations
 
@@ -30,23 +40,31 @@ from evalsuite.reproduce.protocol import CPU_LRS, PAPER_LRS
 from evalsuite.reproduce.verdict import above, higher, not_higher, runnable, unsettled
 
 TOLERANCE = math.sqrt(2)  # plateau within d' / TOLERANCE .. d' x TOLERANCE (see the module docstring)
-D_PRIME = 16
-# label -> the model keys that set it; d' is read from the built model (models.key_features)
-MAPS = {
-    "elu+1": {"model": "linear", "model.feature_map": "elu1", "model.feature_dim": 16},
-    "DPFP nu=1 (q/k 8)": {"model": "linear", "model.feature_map": "dpfp", "model.feature_map_options": {"nu": 1},
-                          "model.feature_dim": 8},
-    "Performer (8 features)": {"model": "linear", "model.feature_map": "performer",
-                               "model.feature_map_options": {"n_features": 8}, "model.feature_dim": 16},
-    "delta": {"model": "delta", "model.feature_dim": 16},
-    "DPFP nu=1 (q/k 16)": {"model": "linear", "model.feature_map": "dpfp", "model.feature_map_options": {"nu": 1},
-                           "model.feature_dim": 16},
-    "softmax": {"model": "softmax"},
-}
-ADDITIVE = ["elu+1", "DPFP nu=1 (q/k 8)", "Performer (8 features)"]  # the additive maps at d' = 16
-WIDE = "DPFP nu=1 (q/k 16)"                                            # d' = 32 at the same query/key size
-LAYERS_POINT = ("elu+1", 2 * D_PRIME)                                  # measured at 1 and 2 mixer layers
-PAIRS = {"cpu": [8, 16, 32, 64], "paper": [8, 12, 16, 24, 32, 48, 64]}
+
+
+
+def maps(d: int) -> dict[str, dict]:
+    """Label -> the model keys that set it, at key-side size ``d`` (d' is read back from the built
+    model, ``models.key_features``): elu+1, DPFP nu=1 and Performer share d' = d; the delta rule too;
+    DPFP at the query/key size d has d' = 2 d."""
+    return {
+        "elu+1": {"model": "linear", "model.feature_map": "elu1", "model.feature_dim": d},
+        "DPFP nu=1, q/k d'/2": {"model": "linear", "model.feature_map": "dpfp", "model.feature_map_options": {"nu": 1},
+                                "model.feature_dim": d // 2},
+        "Performer, d'/2 features": {"model": "linear", "model.feature_map": "performer",
+                                     "model.feature_map_options": {"n_features": d // 2}, "model.feature_dim": d},
+        "delta": {"model": "delta", "model.feature_dim": d},
+        "DPFP nu=1, q/k d'": {"model": "linear", "model.feature_map": "dpfp", "model.feature_map_options": {"nu": 1},
+                              "model.feature_dim": d},
+        "softmax": {"model": "softmax"},
+    }
+
+
+ADDITIVE = ["elu+1", "DPFP nu=1, q/k d'/2", "Performer, d'/2 features"]  # the additive maps at one d'
+WIDE = "DPFP nu=1, q/k d'"                                                # 2 d' at the same query/key size
+LAYERS = "elu+1"                                                          # measured at 1 and 2 mixer layers, D = 2 d'
+SCALES = {"cpu": {"d_prime": 8, "pairs": [4, 8, 16, 32], "epochs": 8},
+          "paper": {"d_prime": 16, "pairs": [8, 12, 16, 24, 32, 48, 64], "epochs": 16}}
 VOCAB = 256
 
 
@@ -59,12 +77,12 @@ def _where(keys: dict, pairs: int, layers: int = 2) -> dict:
 
 def cells_by_point(runs, p) -> dict[tuple[str, int, int], Cell]:
     """(map label, D, layers) -> its cell."""
-    out = {}
-    for label, keys in MAPS.items():
+    out, m = {}, maps(p["d_prime"])
+    for label, keys in m.items():
         for D in p["pairs"]:
             out[label, D, 2] = Cell.of(runs, f"{label} D={D}", **_where(keys, D))
-    label, D = LAYERS_POINT
-    out[label, D, 1] = Cell.of(runs, f"{label} D={D}, 1 layer", **_where(MAPS[label], D, layers=1))
+    D = 2 * p["d_prime"]
+    out[LAYERS, D, 1] = Cell.of(runs, f"{LAYERS} D={D}, 1 layer", **_where(m[LAYERS], D, layers=1))
     return out
 
 
@@ -115,7 +133,8 @@ def verdict(runs, probes, p, judge):
     cs = list(cells.values())
     if (v := judge.missing(cs)):
         return v
-    curve = {label: [cells[label, D, 2] for D in p["pairs"]] for label in MAPS}
+    d0 = p["d_prime"]
+    curve = {label: [cells[label, D, 2] for D in p["pairs"]] for label in maps(d0)}
     figures = [c.figure() for c in cs]
     if (v := judge.control(curve["softmax"][0], figures)):
         return v
@@ -128,7 +147,7 @@ def verdict(runs, probes, p, judge):
         figures.append(f"{label} (d' = {dim if dim is not None else 'none: keeps every pair'}): pairs retrieved "
                        f"(accuracy x D; the floor's x D beside it): {text}"
                        + (f"; plateau past d' {levels[label]:.1f}" if levels.get(label) is not None else ""))
-    label, D = LAYERS_POINT
+    label, D = LAYERS, 2 * d0
     one, two = cells[label, D, 1], cells[label, D, 2]
     figures.append(f"layers: {label} at D={D} retrieves {pairs_retrieved(one):.1f} pairs with 1 mixer layer, "
                    f"{pairs_retrieved(two):.1f} with 2 (reported, not judged)")
@@ -141,7 +160,7 @@ def verdict(runs, probes, p, judge):
         agree = None
     else:
         agree = max(additive) <= TOLERANCE * min(additive)
-    checks[f"the additive maps at d' = {D_PRIME} agree within x{TOLERANCE:.2f}"] = agree
+    checks[f"the additive maps at d' = {d0} agree within x{TOLERANCE:.2f}"] = agree
     largest = max(p["pairs"])
     checks[f"{WIDE} (d' = {dims[WIDE]}) retrieves more than elu+1 (d' = {dims['elu+1']}) at D={largest}"] = \
         above(cells[WIDE, largest, 2], cells["elu+1", largest, 2])
@@ -151,7 +170,7 @@ def verdict(runs, probes, p, judge):
     checks["the plateau does not move at 4x the budget"] = (
         False if any(m is True for m in moves) else None if any(m is None for m in moves) or not moves else True)
     delta_ok = []
-    for D in [D for D in p["pairs"] if D > D_PRIME]:
+    for D in [D for D in p["pairs"] if D > d0]:
         a, b = cells["elu+1", D, 2], cells["delta", D, 2]
         if a.stable and b.stable and higher(a, b):
             delta_ok.append(False)
@@ -159,7 +178,7 @@ def verdict(runs, probes, p, judge):
             delta_ok.append(True)
         else:
             delta_ok.append(None)
-    checks[f"the delta rule retrieves at least as many pairs as elu+1 at d' = {D_PRIME}"] = (
+    checks[f"the delta rule retrieves at least as many pairs as elu+1 at d' = {d0}"] = (
         False if False in delta_ok else None if None in delta_ok or not delta_ok else True)
     soft = curve["softmax"]
     checks[f"softmax (control) at {CEILING} or above at every D"] = (
@@ -174,24 +193,31 @@ def verdict(runs, probes, p, judge):
 
 
 def points(scale: str, lrs: list[float]) -> list[dict]:
+    sc = SCALES[scale]
+    m = maps(sc["d_prime"])
     out = [{**keys, "task.num_kv_pairs": D, "task.seq_len": 4 * D, "train.lr": lr}
-           for keys in MAPS.values() for D in PAIRS[scale] for lr in lrs]
-    label, D = LAYERS_POINT
-    out += [{**MAPS[label], "task.num_kv_pairs": D, "task.seq_len": 4 * D, "model.n_layers": 1, "train.lr": lr} for lr in lrs]
+           for keys in m.values() for D in sc["pairs"] for lr in lrs]
+    D = 2 * sc["d_prime"]
+    out += [{**m[LAYERS], "task.num_kv_pairs": D, "task.seq_len": 4 * D, "model.n_layers": 1, "train.lr": lr} for lr in lrs]
     return out
 
 
-# the base is itself a point (an empty grid expands to it): the softmax control at D 8 and the middle rate
-BASE = {"task": "recall", "model": "softmax", "preset": "default", "task.vocab_size": VOCAB, "task.num_kv_pairs": 8,
-        "task.seq_len": 32}
+def spec(scale: str, lrs: list[float]) -> dict:
+    """The sweep: every point, the base itself one of them (an empty grid expands to the base: the
+    softmax control at the smallest D and the middle rate)."""
+    sc = SCALES[scale]
+    D = sc["pairs"][0]
+    base = {"task": "recall", "model": "softmax", "preset": "default", "task.vocab_size": VOCAB, "task.num_kv_pairs": D,
+            "task.seq_len": 4 * D, "train.lr": lrs[1]}
+    return {"base": base, "set": {"train.epochs": sc["epochs"]}, "points": points(scale, lrs)}
+
+
 register(Experiment(
     "capacity-law", "A fixed state of key-side size d' holds about d' pairs: on MQAR, trained models' pairs retrieved "
     "(accuracy x D) plateau near d' once D passes it, the same for every additive map at one d', higher for DPFP's "
     "larger d', unmoved by 4x the budget; the delta rule holds at least as many; softmax keeps every pair.",
     "Katharopoulos et al. 2020; Schlag et al. 2021, section 6.1 (FINDINGS 3, 16)", verdict,
-    params={"cpu": {"pairs": PAIRS["cpu"]}, "paper": {"pairs": PAIRS["paper"]}},
-    minutes={"cpu": 90, "paper": 180},
-    specs={"cpu": {"base": {**BASE, "train.lr": CPU_LRS[1]}, "set": {"train.epochs": 3}, "points": points("cpu", CPU_LRS)},
-           "paper": {"base": {**BASE, "train.lr": PAPER_LRS[1]}, "set": {"train.epochs": 8},
-                     "points": points("paper", PAPER_LRS)}},
+    params={scale: {"pairs": sc["pairs"], "d_prime": sc["d_prime"]} for scale, sc in SCALES.items()},
+    minutes={"cpu": 720, "paper": 180},
+    specs={"cpu": spec("cpu", CPU_LRS), "paper": spec("paper", PAPER_LRS)},
     cells=lambda runs, p: list(cells_by_point(runs, p).values()), order=15))
