@@ -65,9 +65,7 @@ class Cell:
     label: str
     where: dict[str, Any]
     runs: list[RunRecord] = field(default_factory=list)  # done runs of this configuration
-    # the test metric the figure, the 4x gains and the ceiling read (``eval_1_accuracy``: a longer
-    # test length); the rate is chosen on validation whatever it is
-    metric: str = "accuracy"
+    metric: str = "accuracy"  # what the figure, 4x gains and ceiling read (eval_1_accuracy: a longer test length)
 
     @classmethod
     def of(cls, runs: list[RunRecord], label: str, metric: str = "accuracy", **where) -> "Cell":

@@ -160,10 +160,12 @@ def test_ray_executor_on_a_local_instance(tmp_path, store_path):
     assert done_rows(store_path) == [("done", 2)]
 
 
-def test_every_example_sweep_file_expands(repo_root):
-    """A sweep file in examples/ that no longer validates is a broken example (exit 2 for a user)."""
+def test_every_example_sweep_file_expands(repo_root, monkeypatch):
+    """A sweep file in examples/ that no longer validates is a broken example (exit 2 for a user).
+    Examples are run from the repository root (their plug-in paths are relative to it)."""
     from evalsuite import sweep as sweeps
 
+    monkeypatch.chdir(repo_root)
     files = sorted((repo_root / "examples" / "sweeps").glob("*.yaml"))
     assert len(files) >= 6
     for path in files:
