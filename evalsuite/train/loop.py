@@ -187,8 +187,8 @@ def run_alone(run: "TrainingState", progress: bool | None = None) -> None:
         run.end_step()
         bar.update(1)
         if run.history and run.history[-1]["step"] == run.step:
-            bar.set_postfix(loss=f"{run.loss_value:.3f}",
-                            val_acc=f"{run.history[-1]['val_accuracy']:.3f} (target {run.train.target_accuracy:g})")
+            bar.set_postfix(loss=f"{run.loss_value:.3f}", val_acc=f"{run.history[-1]['val_accuracy']:.3f} "
+                            f"(floor {run.floor_reading()[0]:.3f}, target {run.train.target_accuracy:g})")
     bar.close()
     run.finish()
 
@@ -308,6 +308,14 @@ class TrainingState:
             self.rng = torch.get_rng_state()
             torch.set_rng_state(outer)
 
+    def floor_reading(self) -> tuple[float, str]:
+        """(floor, reader) on this run's test split: the best reader with no memory of what the task
+        tests (``tasks.readers.floor``), computed once (the progress bar may ask before the test)."""
+        if getattr(self, "_floor", None) is None:
+            floor, reader, _ = readers.floor(self.tasks[0], self.data["test"], self.data["train"])
+            self._floor = (floor, reader)
+        return self._floor
+
     def finish(self) -> None:
         """Test the best checkpoint on the test split and every eval segment; fill the metrics."""
         train_time = time.perf_counter() - self.train_start
@@ -324,7 +332,7 @@ class TrainingState:
             slices.extend({"split": f"eval_{i}", **s}
                           for s in ev.get("slices") or [{"accuracy": ev["accuracy"], "graded": ev["graded"]}])
         head_task = self.tasks[0]
-        floor, reader, _ = readers.floor(head_task, data["test"], data["train"])
+        floor, reader = self.floor_reading()
         if floor > FLOOR_WARNING:
             self.warnings.append(f"the floor is {floor:.3f} ({reader}): a reader with no memory of what {head_task.name} "
                                  f"tests scores above {FLOOR_WARNING} here, so this setting leaves little to learn")
