@@ -76,10 +76,16 @@ def to_uri(fig, fmt: str = "png") -> str:
 
 
 def lines(df: pd.DataFrame, x: str, y: str, hue: str, *, title: str, xlabel: str, ylabel: str = "accuracy",
-          logx: bool = False, target: bool = True, knees: dict | None = None, fmt: str = "png") -> str:
-    """One line per ``hue`` (mean over duplicates), the 0.99 line dashed, knees as markers."""
+          logx: bool = False, target: bool = True, knees: dict | None = None, floor: str | None = None,
+          fmt: str = "png") -> str:
+    """One line per ``hue`` (mean over duplicates), the 0.99 line dashed, knees as markers, and with
+    ``floor`` (a column) each series' floor dotted in grey, labelled once."""
     fig, ax = plt.subplots(figsize=(5.2, 3.3))
     sns.lineplot(data=df, x=x, y=y, hue=hue, marker="o", errorbar=None, ax=ax)
+    if floor and floor in df and df[floor].notna().any():
+        for i, (_, part) in enumerate(df.dropna(subset=[floor]).groupby(hue)):
+            part = part.groupby(x)[floor].mean().reset_index()
+            ax.plot(part[x], part[floor], color="grey", lw=0.9, ls=":", label="floor (no-memory reader)" if i == 0 else None)
     if target:
         ax.axhline(TARGET, color="grey", lw=0.9, ls="--", label=f"{TARGET}")
         ax.set_ylim(-0.02, 1.04)

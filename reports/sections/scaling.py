@@ -28,7 +28,7 @@ def _scaling_plots(summary: list[dict], slices: pd.DataFrame, fmt: str) -> list[
             if part[x].nunique() > 1:
                 out.append({"title": f"{task}: accuracy against {label}",
                             "uri": plots.lines(part, x, "accuracy", "model", title=f"{task}: accuracy vs {label}",
-                                               xlabel=label, logx=logx, fmt=fmt)})
+                                               xlabel=label, logx=logx, floor="chance", fmt=fmt)})
     if slices.empty:
         return out
     for task, rows in slices.groupby("task"):
