@@ -10,6 +10,9 @@ from evalsuite.reports import plots
 from . import ReportData, Section, _best_per_model
 
 
+CROSSTALK_CAP = 1e3  # cross-talk above this is a near-zero signal, not interference
+
+
 class Interference(Section):
     id, title, order = "interference", "Interference", 40
 
@@ -45,7 +48,13 @@ def _interference(runs: list[RunRecord], fmt: str) -> dict:
     df = pd.DataFrame(rows)
     if not df.empty:
         df["layer/head"] = "L" + df.layer.astype(str) + "H" + df["head"].astype(str)
-        section["plots"].append({"title": "cross-talk per layer and head", "uri": plots.bars(
-            df, "layer/head", "crosstalk_median", "model", title="median cross-talk |noise| / |signal|",
-            ylabel="cross-talk (log scale)", logy=True, fmt=fmt)})
+        # a head that reads almost nothing from the answer has a near-zero denominator: its ratio
+        # says "no signal", not "the worst interference"; capped at CROSSTALK_CAP and marked
+        capped = df.crosstalk_median > CROSSTALK_CAP
+        df["crosstalk_shown"] = df.crosstalk_median.clip(upper=CROSSTALK_CAP)
+        title = "median cross-talk |noise| / |signal|" + (f" (capped at {CROSSTALK_CAP:g}: no signal)" if capped.any() else "")
+        section["plots"].append({"title": "cross-talk per layer and head" + (
+            f"; {int(capped.sum())} bar(s) capped at {CROSSTALK_CAP:g}, where the head reads almost nothing from the answer"
+            if capped.any() else ""), "uri": plots.bars(
+            df, "layer/head", "crosstalk_shown", "model", title=title, ylabel="cross-talk (log scale)", logy=True, fmt=fmt)})
     return section

@@ -38,3 +38,16 @@ def test_every_line_plot_is_drawn_without_overlap(monkeypatch):
     plots.bars(pd.DataFrame([{"x": f"L{i}", "y": i + 1.0, "model": f"m{m}"} for m in range(4) for i in range(3)]),
                "x", "y", "model", title="b", ylabel="y")
     assert len(seen) == 3 and all(o == [] for o in seen), seen
+
+
+def test_near_zero_signal_cross_talk_is_capped_and_said():
+    """A head that reads almost nothing from the answer has cross-talk ~1e11: shown capped at
+    1e3 and named in the figure's title, so the best model does not look the worst."""
+    from evalsuite.records import RunRecord
+    from evalsuite.reports.sections.interference import CROSSTALK_CAP, _interference
+
+    rows = [{"layer": 0, "head": 0, "crosstalk_median": 2.0}, {"layer": 1, "head": 0, "crosstalk_median": 2e11}]
+    run = RunRecord(run_id="r", status="done", config={"task": {"name": "recall"}, "model": {"name": "softmax"}},
+                    metrics={"analysis": {"interference": rows}})
+    section = _interference([run], "png")
+    assert "1 bar(s) capped at 1000" in section["plots"][0]["title"] and CROSSTALK_CAP == 1e3
