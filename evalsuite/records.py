@@ -240,6 +240,18 @@ class Outcome(str, Enum):
         return self.value
 
 
+class VerdictCell(BaseModel):
+    """A cell a verdict read, as its small figure draws it: the test accuracy per seed at the
+    chosen rate and base budget, per seed at 4x the budget (where run), and the task's floor."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    label: str
+    floor: float | None = None
+    seeds: dict[int, float] = Field(default_factory=dict)
+    long: dict[int, float] = Field(default_factory=dict)
+
+
 class Verdict(BaseModel):
     """One finding judged from stored runs: the claim, where it comes from, the outcome, the figures
     it rests on, each clause of the claim (True shown, False contradicted, None undecided) and why
@@ -254,3 +266,4 @@ class Verdict(BaseModel):
     figures: list[str] = Field(default_factory=list)
     checks: dict[str, bool | None] = Field(default_factory=dict)
     why: str = ""
+    cells: list[VerdictCell] = Field(default_factory=list)  # what the verdict read, for its figure

@@ -20,7 +20,7 @@ from evalsuite import files, selection
 from evalsuite.labels import model_label
 from evalsuite.models import key_features
 from evalsuite.models.state import zoology_units
-from evalsuite.records import METRICS, RunRecord, Verdict, convergence_note
+from evalsuite.records import METRICS, RunRecord, Verdict, convergence_note, floor_of
 
 from . import plots
 from .index import shown_verdicts
@@ -206,7 +206,7 @@ def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes
 
 def _view(r: RunRecord, compact: bool = False) -> dict:
     view = {**r.model_dump(exclude={"history"}), "status": r.status.value, "label": model_label(r.config),
-            "curve": None if compact else plots.training_curves(r.history, fmt="png"),  # small, many of them
+            "curve": None if compact else plots.training_curves(r.history, floor_of(r.metrics), fmt="png"),  # small, many of them
             # escaped as text (quotes need no escaping inside <pre>; &#34; would double the size)
             "config_json": Markup(html.escape(json.dumps(r.config, indent=None if compact else 2, sort_keys=True),
                                               quote=False)),

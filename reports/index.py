@@ -15,7 +15,7 @@ INDEX = "index.html"
 def shown_verdicts(text: str) -> dict[str, str]:
     """Experiment name -> the outcome a report's verdict table shows (read from its HTML, for
     reports made before verdicts were embedded as data)."""
-    rows = re.findall(r"<tr><td><b>([^<]+)</b>.*?<td class=['\"]verdict-[a-z-]+['\"]>([^<]+)</td></tr>", text, flags=re.S)
+    rows = re.findall(r"<tr><td><b>([^<]+)</b>.*?<td class=['\"]verdict-(?!figure)[a-z-]+['\"]>([^<]+)</td>", text, flags=re.S)
     return {name: status for name, status in rows}
 
 

@@ -1,8 +1,18 @@
-"""Plots for the reports, returned as data: URIs (PNG by default, SVG for publication)."""
+"""Plots for the reports, returned as data: URIs (PNG by default, SVG for publication).
+
+Every figure passes the plotting rules when it is drawn (``violations``, from matplotlib's own
+extents and artists, checked in ``to_uri``): at most ``MAX_SERIES`` data series per axes (builders
+facet instead), no legend over its axes or title (moved outside when it would be), an accuracy
+axis always draws its task's floor (the best reader with no memory of what the task tests), and a
+log axis only where the data span at least ``LOG_SPAN`` (else it is drawn linear). A rule a
+builder breaks is a ``PlotRuleWarning`` (an error under the tests).
+"""
 from __future__ import annotations
 
 import base64
 import io
+import math
+import warnings
 
 import matplotlib
 
@@ -18,6 +28,19 @@ DPI = 80
 
 
 PNG_COLORS = 128  # a palette PNG is a third to a quarter of the size; plots have few colours
+
+
+MAX_SERIES = 8      # data series on one axes; more are faceted
+LOG_SPAN = 8.0      # a log axis needs data spanning a factor of 8 or more (three doublings; a decade qualifies)
+REFERENCE_LABELS = ("floor", "target", "law", "Pareto", "retrieved = d'", "knee", f"{TARGET_ACCURACY}")
+
+
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]  # one per series of an axes
+NO_FLOOR = "floor not recorded for these runs (made before floors were)"
+
+
+class PlotRuleWarning(UserWarning):
+    """A figure breaks one of the plotting rules (module docstring)."""
 
 
 def _boxes_overlap(a, b) -> bool:
@@ -57,9 +80,76 @@ def place_legends(fig) -> None:
                   borderaxespad=0.0)
 
 
-def to_uri(fig, fmt: str = "png") -> str:
+def _series(ax) -> list[str]:
+    """The data series' labels of ``ax`` (reference lines such as the floor and the target excluded)."""
+    return [lab for lab in ax.get_legend_handles_labels()[1] if not lab.startswith(REFERENCE_LABELS)]
+
+
+def _has_floor(ax) -> bool:
+    labelled = [a.get_label() for a in [*ax.lines, *ax.collections]]
+    return any(str(lab).startswith("floor") for lab in labelled) or any("floor" in t.get_text() for t in ax.texts)
+
+
+def _data_values(ax, axis: str) -> list[float]:
+    """The positive data values along ``axis`` (x or y) of the axes' lines, markers and bars (lines
+    in axes coordinates, such as ``axhline``, are not data)."""
+    out: list[float] = []
+    for line in ax.lines:
+        if line.get_transform() != ax.transData:
+            continue
+        out += [float(v) for v in (line.get_xdata() if axis == "x" else line.get_ydata())]
+    for coll in ax.collections:
+        offsets = coll.get_offsets()
+        if len(offsets):
+            out += [float(v) for v in offsets[:, 0 if axis == "x" else 1]]
+    for patch in ax.patches:
+        if hasattr(patch, "get_height"):
+            out.append(float(patch.get_height() if axis == "y" else patch.get_x()))
+    return [v for v in out if v > 0 and math.isfinite(v)]
+
+
+def _narrow_log_axes(ax) -> list[str]:
+    found = []
+    for axis in ("x", "y"):
+        if getattr(ax, f"get_{axis}scale")() != "log":
+            continue
+        values = _data_values(ax, axis)
+        if values and max(values) / min(values) < LOG_SPAN:
+            found.append(axis)
+    return found
+
+
+def violations(fig) -> list[str]:
+    """Every plotting rule ``fig`` breaks as drawn (module docstring); empty when it reads."""
+    found = overlaps(fig)
+    for i, ax in enumerate(fig.axes):
+        n = len(_series(ax))
+        if n > MAX_SERIES:
+            found.append(f"axes {i}: {n} series on one axes (at most {MAX_SERIES}: facet instead)")
+        if "accuracy" in (ax.get_ylabel() + " " + ax.get_xlabel()).lower() and not _has_floor(ax):
+            found.append(f"axes {i}: an accuracy axis without its task's floor")
+        for axis in _narrow_log_axes(ax):
+            found.append(f"axes {i}: a log {axis} axis over data spanning less than {LOG_SPAN:g}x")
+    return found
+
+
+def enforce(fig) -> list[str]:
+    """Mend what can be mended (legends moved outside, narrow log axes drawn linear), then warn of
+    what is left; returns what is left."""
     if overlaps(fig):
         place_legends(fig)
+    for ax in fig.axes:
+        for axis in _narrow_log_axes(ax):
+            getattr(ax, f"set_{axis}scale")("linear")
+    left = violations(fig)
+    for problem in left:
+        title = next((ax.get_title() for ax in fig.axes if ax.get_title()), "untitled")
+        warnings.warn(f"plot {title!r}: {problem}", PlotRuleWarning, stacklevel=3)
+    return left
+
+
+def to_uri(fig, fmt: str = "png") -> str:
+    enforce(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format=fmt, dpi=DPI, bbox_inches="tight", metadata=None if fmt == "png" else {"Date": None})
     plt.close(fig)
@@ -75,40 +165,84 @@ def to_uri(fig, fmt: str = "png") -> str:
     return f"data:{mime};base64," + base64.b64encode(data).decode()
 
 
+def facets(levels, size: int = MAX_SERIES) -> list[list]:
+    """``levels`` in groups of at most ``size`` (one axes each), as even as they go."""
+    levels = list(levels)
+    k = max(1, math.ceil(len(levels) / size))
+    per = math.ceil(len(levels) / k) if levels else 0
+    return [levels[i:i + per] for i in range(0, len(levels), per)] or [[]]
+
+
+def _axes(n: int, width: float, height: float):
+    """``n`` axes stacked vertically (a facet each), sharing the y axis."""
+    fig, axes = plt.subplots(n, 1, figsize=(width, height * n), sharey=True, squeeze=False)
+    return fig, list(axes[:, 0])
+
+
+def _floor_lines(ax, df: pd.DataFrame, x: str, hue: str, floor: str | None) -> None:
+    """Each series' floor dotted in grey, labelled once."""
+    if not floor:
+        return
+    if floor not in df or not df[floor].notna().any():
+        ax.text(0.01, 0.01, NO_FLOOR, transform=ax.transAxes, fontsize=6.5, color="#cf222e")
+        return
+    for i, (_, part) in enumerate(df.dropna(subset=[floor]).groupby(hue)):
+        part = part.groupby(x)[floor].mean().reset_index().sort_values(x)
+        ax.plot(part[x], part[floor], color="grey", lw=0.9, ls=":", label="floor (no-memory reader)" if i == 0 else None)
+
+
 def lines(df: pd.DataFrame, x: str, y: str, hue: str, *, title: str, xlabel: str, ylabel: str = "accuracy",
           logx: bool = False, target: bool = True, knees: dict | None = None, floor: str | None = None,
           fmt: str = "png") -> str:
-    """One line per ``hue`` (mean over duplicates), the 0.99 line dashed, knees as markers, and with
-    ``floor`` (a column) each series' floor dotted in grey, labelled once."""
-    fig, ax = plt.subplots(figsize=(5.2, 3.3))
-    sns.lineplot(data=df, x=x, y=y, hue=hue, marker="o", errorbar=None, ax=ax)
-    if floor and floor in df and df[floor].notna().any():
-        for i, (_, part) in enumerate(df.dropna(subset=[floor]).groupby(hue)):
-            part = part.groupby(x)[floor].mean().reset_index()
-            ax.plot(part[x], part[floor], color="grey", lw=0.9, ls=":", label="floor (no-memory reader)" if i == 0 else None)
-    if target:
-        ax.axhline(TARGET, color="grey", lw=0.9, ls="--", label=f"{TARGET}")
-        ax.set_ylim(-0.02, 1.04)
-    for label, (kx, ky) in (knees or {}).items():
-        ax.plot([kx], [ky], marker="v", ms=10, color="black", zorder=5)
-        ax.annotate(f"knee {kx:g}", (kx, ky), textcoords="offset points", xytext=(4, -14), fontsize=8)
-    if logx:
-        ax.set_xscale("log", base=2)
-    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
-    ax.legend(fontsize=7, frameon=False, loc="best")
+    """One line per ``hue`` (mean over duplicates, a marker each), faceted into axes of at most
+    ``MAX_SERIES`` series; the target line dashed, knees as markers, and with ``floor`` (a column)
+    each series' floor dotted in grey, labelled once."""
+    groups = facets(sorted(df[hue].unique(), key=str))
+    fig, axes = _axes(len(groups), 5.2, 3.3)
+    for k, (ax, group) in enumerate(zip(axes, groups)):
+        part = df[df[hue].isin(group)]
+        sns.lineplot(data=part, x=x, y=y, hue=hue, style=hue, hue_order=group, style_order=group, markers=MARKERS[:len(group)],
+                     dashes=False, errorbar=None, ax=ax)
+        _floor_lines(ax, part, x, hue, floor)
+        if target:
+            ax.axhline(TARGET, color="grey", lw=0.9, ls="--", label=f"{TARGET}")
+            ax.set_ylim(-0.02, 1.04)
+        for label, (kx, ky) in (knees or {}).items():
+            if label not in group:
+                continue
+            ax.plot([kx], [ky], marker="v", ms=10, color="black", zorder=5)
+            ax.annotate(f"knee {kx:g}", (kx, ky), textcoords="offset points", xytext=(4, -14), fontsize=8)
+        if logx:
+            ax.set_xscale("log", base=2)
+        ax.set(title=title + (f" ({k + 1} of {len(groups)})" if len(groups) > 1 else ""), xlabel=xlabel, ylabel=ylabel)
+        ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    fig.tight_layout()
     return to_uri(fig, fmt)
 
 
 def frontier(df: pd.DataFrame, front: pd.DataFrame, *, title: str, fmt: str = "png") -> str:
-    """Accuracy against state size (log scale), one line per ``model``, the Pareto frontier dashed."""
-    fig, ax = plt.subplots(figsize=(6.4, 3.8))
-    sns.lineplot(data=df.sort_values("state"), x="state", y="accuracy", hue="model", marker="o", errorbar=None, ax=ax)
-    ax.step(front["state"], front["accuracy"], where="post", color="black", lw=1.2, ls="--", label="Pareto frontier")
-    ax.axhline(TARGET, color="grey", lw=0.9, ls=":", label=f"{TARGET}")
-    ax.set_xscale("log")
-    ax.set_ylim(-0.02, 1.04)
-    ax.set(title=title, xlabel="state size (floats per sequence)", ylabel="accuracy")
-    ax.legend(fontsize=7, frameon=False, loc="best")
+    """Accuracy against state size (log scale), one line per ``model`` (faceted into axes of at
+    most ``MAX_SERIES``), the Pareto frontier dashed on each, and the task's floor (``floor``
+    column, the mean over the points) dotted."""
+    groups = facets(sorted(df.model.unique(), key=str))
+    fig, axes = _axes(len(groups), 6.4, 3.8)
+    for k, (ax, group) in enumerate(zip(axes, groups)):
+        part = df[df.model.isin(group)].sort_values("state")
+        sns.lineplot(data=part, x="state", y="accuracy", hue="model", style="model", hue_order=group, style_order=group,
+                     markers=MARKERS[:len(group)], dashes=False, errorbar=None, ax=ax)
+        ax.step(front["state"], front["accuracy"], where="post", color="black", lw=1.2, ls="--", label="Pareto frontier")
+        ax.axhline(TARGET, color="grey", lw=0.9, ls=":", label=f"{TARGET}")
+        if "floor" in df and df["floor"].notna().any():
+            level = float(df["floor"].mean())
+            ax.axhline(level, color="#cf222e", lw=0.9, ls=":", label=f"floor {level:.3f} (no-memory reader)")
+        else:
+            ax.text(0.01, 0.01, NO_FLOOR, transform=ax.transAxes, fontsize=6.5, color="#cf222e")
+        ax.set_xscale("log")
+        ax.set_ylim(-0.02, 1.04)
+        ax.set(title=title + (f" ({k + 1} of {len(groups)})" if len(groups) > 1 else ""),
+               xlabel="state size (floats per sequence)", ylabel="accuracy")
+        ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    fig.tight_layout()
     return to_uri(fig, fmt)
 
 
@@ -124,13 +258,17 @@ def heatmap(matrix: pd.DataFrame, *, title: str, xlabel: str, ylabel: str, vmin=
 
 def bars(df: pd.DataFrame, x: str, y: str, hue: str, *, title: str, ylabel: str, logy: bool = False,
          fmt: str = "png") -> str:
-    fig, ax = plt.subplots(figsize=(5.2, 3.2))
-    sns.barplot(data=df, x=x, y=y, hue=hue, errorbar=None, ax=ax)
-    if logy:
-        ax.set_yscale("log")
-    ax.set(title=title, xlabel="", ylabel=ylabel)
-    ax.legend(fontsize=7, frameon=False)
-    ax.tick_params(axis="x", labelrotation=30, labelsize=7)
+    """Bars of ``y`` per ``x``, one colour per ``hue``, faceted into axes of at most ``MAX_SERIES`` hues."""
+    groups = facets(sorted(df[hue].unique(), key=str))
+    fig, axes = _axes(len(groups), 5.2, 3.2)
+    for k, (ax, group) in enumerate(zip(axes, groups)):
+        sns.barplot(data=df[df[hue].isin(group)], x=x, y=y, hue=hue, hue_order=group, errorbar=None, ax=ax)
+        if logy:
+            ax.set_yscale("log")
+        ax.set(title=title + (f" ({k + 1} of {len(groups)})" if len(groups) > 1 else ""), xlabel="", ylabel=ylabel)
+        ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+        ax.tick_params(axis="x", labelrotation=30, labelsize=7)
+    fig.tight_layout()
     return to_uri(fig, fmt)
 
 
@@ -146,13 +284,21 @@ def attention_row(weights: list[float], *, answer: int, reach: int, query: int, 
     return to_uri(fig, fmt)
 
 
-def training_curves(history: list[dict], fmt: str = "png") -> str | None:
+def training_curves(history: list[dict], floor: float | None = None, fmt: str = "png") -> str | None:
+    """A run's small curves (the runs table's rows): validation accuracy with the target dashed and
+    the task's floor dotted, and the losses."""
     if not history:
         return None
     steps = [h["step"] for h in history]
     fig, (ax_acc, ax_loss) = plt.subplots(1, 2, figsize=(7.5, 2.4))
     ax_acc.plot(steps, [h.get("val_accuracy") for h in history], marker=".")
     ax_acc.axhline(TARGET, color="grey", lw=0.8, ls="--")
+    if floor is None:
+        ax_acc.text(0.01, 0.01, NO_FLOOR, transform=ax_acc.transAxes, fontsize=6.5, color="#cf222e")
+    else:
+        ax_acc.axhline(floor, color="#cf222e", lw=0.8, ls=":")
+        ax_acc.annotate(f"floor {floor:.3f}", (steps[0], floor), textcoords="offset points", xytext=(2, 3), fontsize=7,
+                        color="#cf222e")
     ax_acc.set(xlabel="step", ylabel="val accuracy", ylim=(-0.02, 1.02))
     ax_loss.plot(steps, [h.get("train_loss") for h in history], marker=".", label="train")
     ax_loss.plot(steps, [h.get("val_loss") for h in history], marker=".", label="validation")
@@ -160,9 +306,6 @@ def training_curves(history: list[dict], fmt: str = "png") -> str | None:
     ax_loss.legend(frameon=False, fontsize=7)
     fig.tight_layout()
     return to_uri(fig, fmt)
-
-
-MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 
 
 def run_curve(history: list[dict], *, floor: float | None, target: float, title: str, fmt: str = "png") -> str | None:
@@ -197,6 +340,11 @@ def collapse(df: pd.DataFrame, *, title: str, fmt: str = "png") -> str:
     for i, (name, part) in enumerate(df.groupby("series", sort=True)):
         part = part.sort_values("ratio")
         ax.plot(part.ratio, part.accuracy, marker=MARKERS[i % len(MARKERS)], lw=1.2, label=name)
+    if "floor" in df and df["floor"].notna().any():
+        fl = df.dropna(subset=["floor"]).groupby("ratio")["floor"].mean().reset_index()
+        ax.plot(fl.ratio, fl["floor"], color="#cf222e", ls=":", lw=1, label="floor (no-memory reader)")
+    else:
+        ax.text(0.01, 0.01, NO_FLOOR, transform=ax.transAxes, fontsize=6.5, color="#cf222e")
     lo, hi = float(df.ratio.min()), float(df.ratio.max())
     xs = [lo * (hi / lo) ** (k / 50) for k in range(51)] if hi > lo else [lo]
     ax.plot(xs, [min(1.0, 1 / x) for x in xs], color="black", ls="--", lw=1, label="law: min(1, d'/D)")
@@ -217,4 +365,37 @@ def retrieved_against_d(df: pd.DataFrame, *, title: str, fmt: str = "png") -> st
     ax.set(xlim=(0, top), ylim=(0, top), title=title, xlabel="d' (key-side state size)",
            ylabel="pairs retrieved past d'")
     ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return to_uri(fig, fmt)
+
+
+def verdict_cells(cells: list[dict], *, fmt: str = "png") -> str | None:
+    """A verdict's small figure: one row per cell it read, each seed's test accuracy at the chosen
+    rate (filled), at 4x the budget (hollow), the mean (a bar) and the task's floor (a red tick)."""
+    if not cells:
+        return None
+    n = len(cells)
+    fig, ax = plt.subplots(figsize=(4.2, 0.6 + 0.24 * n))
+    ys, shown = list(range(n))[::-1], set()
+
+    def once(label: str) -> str | None:  # each legend entry once
+        return None if label in shown or shown.add(label) else label
+
+    for y, cell in zip(ys, cells):
+        base, long = list(cell["seeds"].values()), list(cell["long"].values())
+        ax.scatter(base, [y + 0.08] * len(base), s=14, color="#0969da", zorder=3,
+                   label=once("seed (chosen rate)"))
+        if long:
+            ax.scatter(long, [y - 0.12] * len(long), s=16, facecolors="none", edgecolors="#8250df", zorder=3,
+                       label=once("seed at 4x budget"))
+        if base:
+            ax.plot([sum(base) / len(base)] * 2, [y - 0.3, y + 0.3], color="#0969da", lw=1.2)
+        if cell.get("floor") is not None:
+            ax.plot([cell["floor"]] * 2, [y - 0.35, y + 0.35], color="#cf222e", lw=1.6,
+                    label=once("floor (no-memory reader)"))
+    ax.set_yticks(ys, [c["label"] if len(c["label"]) <= 30 else c["label"][:28] + "..." for c in cells], fontsize=8)
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(-0.6, n - 0.4)
+    ax.tick_params(axis="x", labelsize=8)
+    ax.set_xlabel("test accuracy", fontsize=8)
+    ax.legend(fontsize=7.5, frameon=False, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=2, borderaxespad=0.2)
     return to_uri(fig, fmt)

@@ -174,10 +174,11 @@ def accuracy(name: str, test: Batch, span: tuple[int, int], fitted: dict, extra:
     return hits / total if total else 0.0
 
 
-def floor(task, test: Batch, train: Batch | None) -> tuple[float, str, dict[str, float]]:
-    """``(floor, reader, {reader: accuracy})``: the best of ``task``'s readers on ``test``."""
+def floor(task, test: Batch, train: Batch | None, fitted: dict | None = None) -> tuple[float, str, dict[str, float]]:
+    """``(floor, reader, {reader: accuracy})``: the best of ``task``'s readers on ``test``
+    (``fitted``: ``fit(train)`` already made, when several test subsets are read)."""
     span = task.answer_tokens() or (0, task.vocab_size)
-    fitted = fit(train)
+    fitted = fit(train) if fitted is None else fitted
     extra = task.own_readers()
     names = [n for n in task.readers if n in READERS] + [n for n in extra if n not in task.readers]
     # the task's stated rule (``Task.chance_rule``) is one more, where it reads the context: a majority-class

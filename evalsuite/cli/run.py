@@ -37,8 +37,11 @@ def run(task, model, feature_map, preset, overrides, seed, device, store_path, t
     report = None if no_report else files.check_output(Path(out) / f"{config.run_id}.html", "--out",
                                                        store=store.path)
     common.set_threads(threads)
+    t = config.train
+    budget = max(1, round(t.epochs * max(1, t.num_train // t.batch_size)))
     click.echo(f"evalsuite run: {model} on {task} (preset {preset}, seed {seed}, device {dev}, "
-               f"{_threads()} thread{'s' if _threads() != 1 else ''})", err=True)
+               f"{_threads()} thread{'s' if _threads() != 1 else ''}; budget {budget:,} steps, the expected time "
+               f"is measured and printed after the first 100)", err=True)
     result = run_one(config, device=device, store=store, force=force)
     if report is not None:
         from evalsuite.reports import builder

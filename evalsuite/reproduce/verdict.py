@@ -10,9 +10,9 @@ via ``stable``, ``settled`` and ``settled_below``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from evalsuite.records import Outcome, Verdict
+from evalsuite.records import Outcome, Verdict, VerdictCell
 
 from .cells import MARGIN, Cell
 from .escalation import next_changes
@@ -66,6 +66,15 @@ def above(a: Cell, b: Cell) -> bool | None:
     return False if contradicted(a, b) else None
 
 
+def summary(cell: Cell) -> VerdictCell:
+    """What a verdict's figure draws of one cell: per-seed figures at base budget and at 4x, the floor."""
+    m = cell.metric
+    floor = cell.floor
+    return VerdictCell(label=cell.label, floor=None if math.isnan(floor) else float(floor),
+                       seeds={r.seed: float(r.metrics[m]) for r in cell.best_runs if m in r.metrics},
+                       long={r.seed: float(r.metrics[m]) for r in cell.long_runs if m in r.metrics})
+
+
 def unsettled(cells: list[Cell]) -> str:
     """What each cell whose figure could still move with more budget, rates or seeds lacks."""
     return "; ".join(f"{c.label}: {'; '.join(c.unsettled())}" for c in cells
@@ -89,17 +98,20 @@ class Judge:
     name: str
     finding: str
     source: str
+    read: list[Cell] = field(default_factory=list, compare=False)  # the cells shown to ``missing``
 
     def verdict(self, status: Outcome, figures: list[str], why: str = "",
                 checks: dict[str, bool | None] | None = None) -> Verdict:
         return Verdict(name=self.name, finding=self.finding, source=self.source, status=status, figures=figures,
-                       checks=checks or {}, why=why)
+                       checks=checks or {}, why=why, cells=[summary(c) for c in self.read if c.present])
 
     def inconclusive(self, figures: list[str], why: str) -> Verdict:
         return self.verdict(INCONCLUSIVE, figures, why)
 
     def missing(self, cells: list[Cell]) -> Verdict | None:
-        """Inconclusive when a cell has no finished run."""
+        """Inconclusive when a cell has no finished run. These are the cells the verdict reads: its
+        figure draws them."""
+        self.read[:] = cells
         gone = [c.label for c in cells if not c.present]
         if gone:
             return self.inconclusive([c.figure() for c in cells],

@@ -176,7 +176,7 @@ def run_alone(run: "TrainingState", progress: bool | None = None) -> None:
     bar = progress_bar(run.total_steps, sys.stderr.isatty() if progress is None else progress,
                        f"{run.config.model.name} on {run.config.task.name}", initial=run.step)
     stepper = run.model  # what the steps call: the model, or its compiled form (train.compile)
-    first = True
+    first, began, start = True, time.perf_counter(), run.step
     while not run.finished:
         batch = run.next_batch()
         if first and run.train.compile:
@@ -186,6 +186,8 @@ def run_alone(run: "TrainingState", progress: bool | None = None) -> None:
         first = False
         run.end_step()
         bar.update(1)
+        if run.step - start == EXPECT_AFTER and not bar.disable:
+            bar.write(expected_line(run.total_steps - run.step, EXPECT_AFTER, time.perf_counter() - began, run.step))
         if run.history and run.history[-1]["step"] == run.step:
             bar.set_postfix(loss=f"{run.loss_value:.3f}", val_acc=f"{run.history[-1]['val_accuracy']:.3f} "
                             f"(floor {run.floor_reading()[0]:.3f}, target {run.train.target_accuracy:g})")
@@ -308,6 +310,23 @@ class TrainingState:
             self.rng = torch.get_rng_state()
             torch.set_rng_state(outer)
 
+    def slice_floors(self, slices: list[dict], batch) -> list[dict]:
+        """Each slice with its own ``floor``: the best no-memory reader on that slice's examples
+        (the floor at D = 4 is not the floor at D = 32, and every accuracy plot draws its own)."""
+        task, train = self.tasks[0], self.data["train"]
+        if getattr(self, "_fitted", None) is None:
+            self._fitted = readers.fit(train)
+        fitted = self._fitted
+        out = []
+        for s in slices:
+            keys = [k for k in self.slice_keys if k in s and k in batch.meta]
+            pick = torch.ones(len(batch), dtype=torch.bool)
+            for k in keys:
+                pick &= batch.meta[k].cpu() == s[k]
+            part = batch[pick.nonzero()[:, 0]] if keys else batch
+            out.append({**s, "floor": readers.floor(task, part, train, fitted)[0] if len(part) else None})
+        return out
+
     def floor_reading(self) -> tuple[float, str]:
         """(floor, reader) on this run's test split: the best reader with no memory of what the task
         tests (``tasks.readers.floor``), computed once (the progress bar may ask before the test)."""
@@ -325,12 +344,12 @@ class TrainingState:
         self.best["state"] = None
         begin = time.perf_counter()
         test = evaluate(model, data["test"], self.device, train.precision, slice_keys=self.slice_keys)
-        slices = [{"split": "test", **s} for s in test.get("slices", [])]
+        slices = [{"split": "test", **s} for s in self.slice_floors(test.get("slices", []), data["test"])]
         for i, eval_set in enumerate(self.eval_sets):
             ev = evaluate(model, eval_set, self.device, train.precision, slice_keys=self.slice_keys)
             self.metrics[f"eval_{i}_accuracy"] = ev["accuracy"]
-            slices.extend({"split": f"eval_{i}", **s}
-                          for s in ev.get("slices") or [{"accuracy": ev["accuracy"], "graded": ev["graded"]}])
+            slices.extend({"split": f"eval_{i}", **s} for s in self.slice_floors(
+                ev.get("slices") or [{"accuracy": ev["accuracy"], "graded": ev["graded"]}], eval_set))
         head_task = self.tasks[0]
         floor, reader = self.floor_reading()
         if floor > FLOOR_WARNING:
@@ -373,6 +392,17 @@ class TrainingState:
         record = RunRecord(run_id=self.config.run_id, config=self.config.as_dict(), status=self.status, error=self.error,
                            metrics=self.metrics, history=self.history, warnings=self.warnings)
         return Trained(record, self.model, self.test)
+
+
+EXPECT_AFTER = 100  # steps timed before the expected run time is printed
+
+
+def expected_line(left: int, timed: int, seconds: float, step: int) -> str:
+    """What is left, in time, at the pace of the last ``timed`` steps (their evaluations included)."""
+    rest = left * seconds / max(timed, 1)
+    when = f"{rest / 60:.1f} min" if rest >= 90 else f"{rest:.0f} s"
+    return (f"expected: about {when} more for the {left:,} steps left of the budget ({timed / max(seconds, 1e-9):.0f} "
+            f"steps/s over steps {step - timed + 1}-{step}; reaching the target stops it sooner)")
 
 
 def progress_bar(total: int, show: bool, desc: str, initial: int = 0):

@@ -31,27 +31,32 @@ def _capacity(slices: pd.DataFrame, summary: list[dict], probes: pd.DataFrame | 
                 if k:
                     knees[mem] = (k, float(m[m.pairs == k].accuracy.iloc[0]))
             kind = "trained" if trained else "analytic"
+            part = part.assign(floor=1.0 / part.pairs)  # the read is matched among the S stored values: chance 1/S
             section["plots"].append({"title": f"capacity probe ({kind}, setting {setting})", "uri": plots.lines(
                 part, "pairs", "accuracy", "memory", title=f"capacity probe ({kind}, setting {setting})",
-                xlabel="stored pairs S", logx=True, knees=knees, fmt=fmt)})
+                xlabel="stored pairs S", logx=True, knees=knees, floor="floor", fmt=fmt)})
     if not slices.empty and "num_kv_pairs" in slices:
-        part = _distinguish(slices.dropna(subset=["num_kv_pairs"]), ("d_model",))
-        if part.num_kv_pairs.nunique() > 1:
+        for task, rows in slices.dropna(subset=["num_kv_pairs"]).groupby("task"):  # one task per accuracy axis
+            part = _distinguish(rows, ("d_model",))
+            if part.num_kv_pairs.nunique() < 2:
+                continue
             knees = {}
             for model, m in part.groupby("model"):
                 curve = m.groupby("num_kv_pairs").accuracy.mean().reset_index().rename(columns={"num_kv_pairs": "pairs"})
                 k = knee(curve)
-                section["table"].append({"source": "trained models (test slices)", "model": model, "d_key": None,
+                section["table"].append({"source": f"trained models ({task} test slices)", "model": model, "d_key": None,
                                          "knee": k, "half": half_point(curve), "max_pairs": int(curve.pairs.max())})
                 if k:
                     knees[model] = (k, float(curve[curve.pairs == k].accuracy.iloc[0]))
-            section["plots"].append({"title": "accuracy against stored pairs (trained models)", "uri": plots.lines(
-                part, "num_kv_pairs", "accuracy", "model", title="trained models: accuracy vs pairs",
-                xlabel="key-value pairs in context", logx=True, knees=knees, fmt=fmt)})
+            section["plots"].append({"title": f"{task}: accuracy against stored pairs (trained models)", "uri": plots.lines(
+                part, "num_kv_pairs", "accuracy", "model", title=f"{task}: trained models, accuracy vs pairs",
+                xlabel="key-value pairs in context", logx=True, knees=knees, floor="floor", fmt=fmt)})
     states = pd.DataFrame([r for r in summary if r["accuracy"] is not None and r["state_size"]])
-    if not states.empty and len(states) > 1:
-        states = _distinguish(states, ("task", "pairs"))
-        section["plots"].append({"title": "accuracy against state size", "uri": plots.lines(
-            states, "state_size", "accuracy", "model", title="accuracy vs state size (floats per sequence)",
-            xlabel="state size", logx=True, fmt=fmt)})
+    for task, part in (states.groupby("task") if not states.empty else []):  # one task per accuracy axis
+        if len(part) < 2:
+            continue
+        part = _distinguish(part, ("pairs",))
+        section["plots"].append({"title": f"{task}: accuracy against state size", "uri": plots.lines(
+            part, "state_size", "accuracy", "model", title=f"{task}: accuracy vs state size (floats per sequence)",
+            xlabel="state size", logx=True, floor="chance", fmt=fmt)})
     return section

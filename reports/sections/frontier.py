@@ -34,7 +34,7 @@ class Frontier(Section):
 
     def build(self, data: ReportData, fmt: str) -> dict | None:
         rows = pd.DataFrame([{"task": r["task"], "T": r["seq_len"], "D": r["pairs"], "model": r["model"],
-                              "state": r["state_size"], "zoology": r.get("state_zoology"), "accuracy": r["accuracy"], "val": r.get("val_accuracy"),
+                              "state": r["state_size"], "zoology": r.get("state_zoology"), "accuracy": r["accuracy"], "val": r.get("val_accuracy"), "floor": r.get("chance"),
                               "epochs": r["epochs"], "run": r["anchor"]}
                              for r in data.summary if r["accuracy"] is not None and r["state_size"]])
         if rows.empty:

@@ -40,7 +40,7 @@ def _scaling_plots(summary: list[dict], slices: pd.DataFrame, fmt: str) -> list[
                 label = AXIS_LABELS.get(key, key.replace("_", " "))
                 out.append({"title": f"{task}: accuracy against {label}",
                             "uri": plots.lines(part, key, "accuracy", "model", title=f"{task}: accuracy vs {label}",
-                                               xlabel=label, logx=True, fmt=fmt)})
+                                               xlabel=label, logx=True, floor="floor", fmt=fmt)})
     return out
 
 

@@ -1,9 +1,11 @@
 """A reproduction's verdicts (``records.Verdict``): each finding, its source, the figures it rests
-on, each clause of the claim, and the outcome with why. Leads the report."""
+on, each clause of the claim, the outcome with why, and one small figure of the cells it read
+(each seed at the chosen rate and at 4x the budget, beside the task's floor). Leads the report."""
 from __future__ import annotations
 
 from evalsuite.records import Outcome
 
+from .. import plots
 from . import ReportData, Section
 
 
@@ -15,4 +17,5 @@ class Verdicts(Section):
         if not data.verdicts:
             return None
         counts = {o.value: sum(v.status is o for v in data.verdicts) for o in Outcome}
-        return {"verdicts": data.verdicts, "counts": counts}
+        figures = [plots.verdict_cells([c.model_dump() for c in v.cells], fmt=fmt) for v in data.verdicts]
+        return {"verdicts": data.verdicts, "counts": counts, "figures": figures}

@@ -1,8 +1,9 @@
-"""Plot properties the plotting code checks when it draws (``plots.overlaps``, from matplotlib's
-own extents): no legend over its axes or title, for every plot builder on data that would put it
-there."""
+"""Plot properties the plotting code checks when it draws (``plots.violations``, from matplotlib's
+own extents and artists): no legend over its axes or title, at most eight series per axes (faceted
+beyond), every accuracy axis with its floor, log axes only over data that span them."""
 import matplotlib.pyplot as plt
 import pandas as pd
+import pytest
 
 from evalsuite.reports import plots
 
@@ -19,25 +20,73 @@ def test_overlaps_sees_a_legend_inside_the_axes_and_place_legends_moves_it_out()
     plt.close(fig)
 
 
-def test_every_line_plot_is_drawn_without_overlap(monkeypatch):
-    """Each builder draws through ``to_uri``: capture the figure as it is saved and check it."""
+def _captured(monkeypatch):
+    """Each builder draws through ``to_uri``: record what the rules find in the figure as saved."""
     seen = []
     real = plots.to_uri
 
-    def capture(fig, fmt="png"):  # the check to_uri makes, then what the figure is left with
-        if plots.overlaps(fig):
-            plots.place_legends(fig)
-        seen.append(plots.overlaps(fig))
+    def capture(fig, fmt="png"):
+        plots.enforce(fig)
+        seen.append({"violations": plots.violations(fig), "axes": len(fig.axes),
+                     "series": [len(plots._series(ax)) for ax in fig.axes],
+                     "scales": [ax.get_xscale() for ax in fig.axes]})
         return real(fig, fmt)
 
     monkeypatch.setattr(plots, "to_uri", capture)
-    df = pd.DataFrame([{"x": 2 ** i, "accuracy": 1 - i / 10, "model": f"model {m}"} for m in range(6) for i in range(6)])
-    plots.lines(df, "x", "accuracy", "model", title="t", xlabel="x", logx=True)
-    plots.collapse(pd.DataFrame([{"series": f"s{m}", "ratio": 2 ** i / 4, "accuracy": min(1, 4 / 2 ** i)}
-                                 for m in range(5) for i in range(5)]), title="c")
+    return seen
+
+
+def test_every_builder_draws_within_the_rules(monkeypatch):
+    seen = _captured(monkeypatch)
+    df = pd.DataFrame([{"x": 2 ** i, "accuracy": 1 - i / 10, "model": f"model {m}", "floor": 0.1}
+                       for m in range(6) for i in range(6)])
+    plots.lines(df, "x", "accuracy", "model", title="t", xlabel="x", logx=True, floor="floor")
+    plots.collapse(pd.DataFrame([{"series": f"s{m}", "ratio": 2 ** i / 4, "accuracy": min(1, 4 / 2 ** i),
+                                  "floor": 0.05} for m in range(5) for i in range(5)]), title="c")
     plots.bars(pd.DataFrame([{"x": f"L{i}", "y": i + 1.0, "model": f"m{m}"} for m in range(4) for i in range(3)]),
                "x", "y", "model", title="b", ylabel="y")
-    assert len(seen) == 3 and all(o == [] for o in seen), seen
+    points = pd.DataFrame([{"model": f"m{m}", "state": 2 ** (m + i), "accuracy": i / 4, "floor": 0.06, "run": f"{m}{i}"}
+                           for m in range(3) for i in range(4)])
+    plots.frontier(points, points.head(3), title="f")
+    plots.verdict_cells([{"label": "elu+1 D=16", "floor": 0.1, "seeds": {0: 0.5, 1: 0.6}, "long": {0: 0.55}}])
+    assert len(seen) == 5 and all(s["violations"] == [] for s in seen), seen
+
+
+def test_more_than_eight_series_are_faceted_into_axes_of_at_most_eight(monkeypatch):
+    seen = _captured(monkeypatch)
+    df = pd.DataFrame([{"x": 2 ** i, "accuracy": 0.5, "model": f"model {m:02d}", "floor": 0.1}
+                       for m in range(20) for i in range(4)])
+    plots.lines(df, "x", "accuracy", "model", title="t", xlabel="x", logx=True, floor="floor")
+    plots.bars(pd.DataFrame([{"x": "L0", "y": 1.0, "model": f"m{m}"} for m in range(11)]), "x", "y", "model",
+               title="b", ylabel="y")
+    lines, bars = seen
+    assert lines["axes"] == 3 and lines["series"] == [7, 7, 6] and lines["violations"] == []
+    assert bars["axes"] == 2 and max(bars["series"]) <= plots.MAX_SERIES and bars["violations"] == []
+
+
+def test_the_rules_see_too_many_series_a_missing_floor_and_a_narrow_log_axis():
+    fig, ax = plt.subplots()
+    for k in range(9):
+        ax.plot([1, 2], [k / 10, k / 10], label=f"series {k}")
+    ax.set(ylabel="accuracy", xscale="log")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    found = plots.violations(fig)
+    assert any("9 series" in f for f in found) and any("floor" in f for f in found)
+    assert any("log x axis" in f for f in found)  # 1 to 2 is not three doublings
+    ax.axhline(0.05, label="floor (no-memory reader)")
+    with pytest.warns(plots.PlotRuleWarning, match="9 series"):
+        left = plots.enforce(fig)
+    assert ax.get_xscale() == "linear" and not any("floor" in f or "log" in f for f in left)
+    plt.close(fig)
+
+
+def test_a_log_axis_over_decades_stays_log(monkeypatch):
+    seen = _captured(monkeypatch)
+    df = pd.DataFrame([{"x": 10 ** i, "accuracy": 0.5, "model": "m", "floor": 0.1} for i in range(4)])
+    plots.lines(df, "x", "accuracy", "model", title="t", xlabel="x", logx=True, floor="floor")
+    narrow = pd.DataFrame([{"x": x, "accuracy": 0.5, "model": "m", "floor": 0.1} for x in (16, 24, 32)])
+    plots.lines(narrow, "x", "accuracy", "model", title="n", xlabel="x", logx=True, floor="floor")
+    assert seen[0]["scales"] == ["log"] and seen[1]["scales"] == ["linear"]
 
 
 def test_near_zero_signal_cross_talk_is_capped_and_said():
