@@ -17,7 +17,7 @@ import torch
 from evalsuite import analysis
 from evalsuite import environment
 from evalsuite.config import RunConfig
-from evalsuite.errors import Interrupted
+from evalsuite.errors import Interrupted, UserError
 from evalsuite.records import RunRecord, Status
 from evalsuite.resolve import resolve
 from evalsuite.store import Store
@@ -56,24 +56,47 @@ def run_unit(configs: list[RunConfig], device: torch.device, *, progress: bool |
     return out
 
 
+WAIT_POLL_S = 5.0  # how often a waiting `run` looks whether the other process finished
+
+
 def run_one(config: RunConfig, *, device: str = "auto", store: Store | None = None, force: bool = False,
-            progress: bool | None = None) -> RunRecord:
+            progress: bool | None = None, wait: bool = False, echo=None) -> RunRecord:
     """Run ``config`` unless the store already holds it done (``force`` retrains); no store: no
-    cache either."""
+    cache either. A run that another live process is training right now is never trained twice:
+    with ``wait``, this waits for it and returns its record; else ``RunningElsewhere``."""
     dev = environment.resolve_device(device)
     if store is None:
         return run_unit([config], dev, progress=progress)[0].record
-    if not force:
-        row = store.get(config.run_id, with_history=True)
-        if row is not None and row.ok:
-            return row.model_copy(update={"cached": True})
-    store.start(config.run_id, config.as_dict(), environment.describe(dev))
+    while True:
+        if not force:
+            row = store.get(config.run_id, with_history=True)
+            if row is not None and row.ok:
+                return row.model_copy(update={"cached": True})
+        claims = store.claim({config.run_id: config.as_dict()}, environment.describe(dev), redo_done=force)
+        if claims["claimed"]:
+            break
+        if claims["done"]:
+            continue  # finished meanwhile: the store's copy
+        holder = store.holder(config.run_id) or {}
+        where = f"process {holder.get('pid')} on {holder.get('host')}"
+        if not wait:
+            raise RunningElsewhere(f"run {config.run_id} is being trained right now by {where} (store {store.path}); "
+                                   f"pass --wait to wait for it and show its result")
+        if echo:
+            echo(f"waiting for run {config.run_id}, which {where} is training ...")
+            echo = None  # once
+        time.sleep(WAIT_POLL_S)
+        force = False  # what the other process trains is this configuration: its result is the answer
     try:
         trained = run_unit([config], dev, progress=progress, cache_dir=store.cache_dir)[0]
     except (KeyboardInterrupt, Interrupted) as exc:
         store.interrupt([config.run_id], "interrupted by " + ("Ctrl-C" if isinstance(exc, KeyboardInterrupt) else "SIGTERM"))
         raise
     return persist(store, trained.record, trained.model.state_dict() if trained.model is not None else None)
+
+
+class RunningElsewhere(UserError):
+    """The run is held by another live process (``run_one`` without ``wait``)."""
 
 
 def persist(store: Store, record: RunRecord, weights: dict | Path | None) -> RunRecord:

@@ -5,8 +5,12 @@ Nothing is created until the first write, so refused input leaves no file behind
 marked as evalsuite's (SQLite ``application_id`` and ``user_version``); any other file is refused
 before anything reads or writes it, and reading (reports, verdicts, analyses) opens it read-only.
 
-A run's row says who runs it (``pid``, ``host``): a ``running`` row whose process is gone on this
-host reads as ``stale`` and is rerun like an ``interrupted`` one.
+A run's row says who runs it (``pid``, ``host``, ``heartbeat``): a ``running`` row whose process
+is gone on this host, or whose claimer on another host stopped refreshing its heartbeat for
+``HEARTBEAT_TTL`` seconds (a pid on another host cannot be checked), reads as ``stale`` and is
+rerun like an ``interrupted`` one. Claiming runs is one ``BEGIN IMMEDIATE`` transaction that skips
+every run held by a live claimer (``claim``), so two drivers on one store never train one run
+twice; ``interrupt`` touches only the caller's own claims.
 """
 from __future__ import annotations
 
@@ -31,6 +35,8 @@ PROBE_KEY = ("memory", "d_key", "pairs", "setting", "trained", "seed", "variant"
 
 
 HOST = socket.gethostname()
+HEARTBEAT_S = 30.0     # a driver refreshes its claims this often (``Heartbeat``)
+HEARTBEAT_TTL = 300.0  # a claim from another host not refreshed for this long is stale
 
 
 class Store:
@@ -63,7 +69,7 @@ class Store:
     def statuses(self, run_ids: list[str]) -> list[dict]:
         """``[{"run_id", "status"}]`` of the stored ones among ``run_ids`` (``stale`` as ``_decode`` reads it)."""
         with self.connect(create=False) as conn:
-            cols = "run_id, status" + (", pid, host" if "pid" in {r[1] for r in conn.execute("PRAGMA table_info(runs)")} else "")
+            cols = _claim_columns(conn)
             out = []
             for lo in range(0, len(run_ids), 500):
                 chunk = run_ids[lo:lo + 500]
@@ -165,13 +171,50 @@ class Store:
             conn.close()
 
     def start(self, run_id: str, config: dict, env: dict) -> None:
+        """Mark a run running under this process, whoever held it (``claim`` is the checked form)."""
         with self.connect() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO runs (run_id, task, model, feature_map, seed, status, config, env, started_at, "
-                "pid, host) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
-                (run_id, config["task"]["name"], config["model"]["name"], config["model"].get("feature_map"),
-                 config["seed"], json.dumps(config, sort_keys=True), json.dumps(env), time.time(), os.getpid(), HOST))
-            conn.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
+            _start(conn, run_id, config, env)
+
+    def claim(self, configs: dict[str, dict], env: dict | None = None, *, redo_done: bool = False) -> dict[str, list[str]]:
+        """Claim runs for this process in one transaction (``BEGIN IMMEDIATE``: no other writer
+        between reading a row and taking it): ``{"claimed": [...], "held": [...], "done": [...]}``.
+        A run held by a live claimer (this host: its pid runs; another host: a fresh heartbeat) is
+        ``held`` and left alone; a done one is left unless ``redo_done``; the rest are claimed."""
+        out: dict[str, list[str]] = {"claimed": [], "held": [], "done": []}
+        with self.connect() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            ids = list(configs)
+            rows = {}
+            for lo in range(0, len(ids), 500):
+                chunk = ids[lo:lo + 500]
+                rows.update({r["run_id"]: dict(r) for r in _rows(
+                    conn, f"SELECT run_id, status, pid, host, heartbeat FROM runs WHERE run_id IN "
+                          f"({','.join('?' * len(chunk))})", chunk)})
+            for run_id in ids:
+                row = rows.get(run_id)
+                if row is not None and row["status"] == "done" and not redo_done:
+                    out["done"].append(run_id)
+                elif row is not None and row["status"] == "running" and _held_elsewhere(row):
+                    out["held"].append(run_id)
+                else:
+                    _start(conn, run_id, configs[run_id], env or {})
+                    out["claimed"].append(run_id)
+        return out
+
+    def holder(self, run_id: str) -> dict | None:
+        """``{"pid", "host"}`` of the live claimer of a running run other than this process, else None."""
+        if not self.path.exists():
+            return None
+        with self.connect(create=False) as conn:
+            rows = _rows(conn, f"SELECT {_claim_columns(conn)} FROM runs WHERE run_id = ?", (run_id,))
+        row = dict(rows[0]) if rows else None
+        return {"pid": row["pid"], "host": row["host"]} if row and row["status"] == "running" and _held_elsewhere(row) else None
+
+    def beat(self, run_ids: list[str]) -> None:
+        """Refresh this process's claims among ``run_ids`` (they are still being run)."""
+        with self.connect() as conn:
+            conn.executemany("UPDATE runs SET heartbeat = ? WHERE run_id = ? AND status = 'running' AND pid = ? "
+                             "AND host = ?", [(time.time(), r, os.getpid(), HOST) for r in run_ids])
 
     def finish(self, record: RunRecord) -> None:
         """Record how a run ended (a row is started first when there is none); its ``env`` (what
@@ -191,10 +234,12 @@ class Store:
             conn.executemany("INSERT OR REPLACE INTO steps VALUES (?, ?, ?, ?)", rows)
 
     def interrupt(self, run_ids: list[str], why: str) -> None:
-        """Mark those of ``run_ids`` still running as interrupted (Ctrl-C, SIGTERM)."""
+        """Mark those of ``run_ids`` still running under this process as interrupted (Ctrl-C,
+        SIGTERM, a segment's end); another process's claims are never touched."""
         with self.connect() as conn:
             conn.executemany("UPDATE runs SET status = 'interrupted', error = ?, finished_at = ? "
-                             "WHERE run_id = ? AND status = 'running'", [(why, time.time(), r) for r in run_ids])
+                             "WHERE run_id = ? AND status = 'running' AND pid = ? AND host = ?",
+                             [(why, time.time(), r, os.getpid(), HOST) for r in run_ids])
 
     def warn(self, run_id: str, message: str) -> None:
         """Add a warning to a finished run (its weights could not be saved, ...); the run stands."""
@@ -248,6 +293,29 @@ RECORD_COLUMNS = ("run_id", "config", "status", "metrics", "error", "warnings", 
                   "pid", "host")  # task, model, feature_map and seed are copies of config fields, for SQL
 
 
+def _start(conn: sqlite3.Connection, run_id: str, config: dict, env: dict) -> None:
+    now = time.time()
+    conn.execute(
+        "INSERT OR REPLACE INTO runs (run_id, task, model, feature_map, seed, status, config, env, started_at, "
+        "pid, host, heartbeat) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+        (run_id, config["task"]["name"], config["model"]["name"], config["model"].get("feature_map"),
+         config["seed"], json.dumps(config, sort_keys=True), json.dumps(env), now, os.getpid(), HOST, now))
+    conn.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
+
+
+def _claim_columns(conn: sqlite3.Connection) -> str:
+    """The columns that say who holds a run, as far as this store's schema has them."""
+    have = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
+    return ", ".join(c for c in ("run_id", "status", "pid", "host", "heartbeat") if c in have)
+
+
+def _held_elsewhere(row: dict) -> bool:
+    """A running row claimed by another live process (not this one)."""
+    if row.get("pid") == os.getpid() and row.get("host") == HOST:
+        return False
+    return process_alive(row.get("pid"), row.get("host"), row.get("heartbeat"))
+
+
 def _decode(row: dict, history: list[dict] | None = None) -> RunRecord:
     """A stored row as a record (a store of schema 1 lacks pid, host and warnings: None)."""
     values = {k: row.get(k) for k in RECORD_COLUMNS}
@@ -260,7 +328,7 @@ def _decode(row: dict, history: list[dict] | None = None) -> RunRecord:
 
 
 def _status(row: dict) -> Status:
-    if row.get("status") == "running" and not process_alive(row.get("pid"), row.get("host")):
+    if row.get("status") == "running" and not process_alive(row.get("pid"), row.get("host"), row.get("heartbeat")):
         return Status.STALE
     return Status(row["status"])
 
@@ -270,10 +338,14 @@ def _rows(conn: sqlite3.Connection, sql: str, params=()) -> list[sqlite3.Row]:
     return conn.execute(sql, params).fetchall()
 
 
-def process_alive(pid: int | None, host: str | None) -> bool:
-    """Whether the process that started a run may still run it (unknowable on another host: yes)."""
-    if pid is None or host != HOST:
+def process_alive(pid: int | None, host: str | None, heartbeat: float | None = None) -> bool:
+    """Whether the process that claimed a run may still run it: on this host, whether its pid runs;
+    on another, whether it refreshed its heartbeat within ``HEARTBEAT_TTL`` (no heartbeat recorded,
+    a store from before heartbeats: assumed alive)."""
+    if pid is None:
         return True
+    if host != HOST:
+        return heartbeat is None or time.time() - heartbeat < HEARTBEAT_TTL
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -294,3 +366,34 @@ def _finite_or_none(value) -> float | None:
 def load(path: str | os.PathLike | None = None) -> pd.DataFrame:
     """All runs in the store at ``path`` (default: ``results/evalsuite.db``) as a DataFrame."""
     return Store(path).load()
+
+
+class Heartbeat:
+    """Refreshes this process's claims on ``run_ids`` every ``HEARTBEAT_S`` seconds in a daemon
+    thread while the block runs (``with Heartbeat(store, ids) as beat: ... beat.done(run_id)``), so
+    that a reader on another host can tell a live claim from a dead one."""
+
+    def __init__(self, store: Store, run_ids: list[str], every: float = HEARTBEAT_S):
+        import threading
+
+        self.store, self.ids, self.every = store, set(run_ids), every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="evalsuite-heartbeat", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            try:
+                self.store.beat(sorted(self.ids))
+            except (sqlite3.Error, OSError, StoreError):
+                pass  # a busy or full store: the next beat tries again
+
+    def done(self, run_id: str) -> None:
+        self.ids.discard(run_id)
+
+    def __enter__(self) -> "Heartbeat":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)

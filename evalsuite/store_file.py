@@ -11,7 +11,7 @@ from evalsuite.errors import UserError
 from evalsuite.files import SQLITE_MAGIC
 
 APPLICATION_ID = 0x45564C53  # "EVLS"
-SCHEMA_VERSION = 2  # 1: before pid, host and warnings; migrated on the first write
+SCHEMA_VERSION = 3  # 1: before pid, host and warnings; 2: before heartbeat; migrated on the first write
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -29,7 +29,8 @@ CREATE TABLE IF NOT EXISTS runs (
     finished_at REAL,
     pid         INTEGER,
     host        TEXT,
-    warnings    TEXT
+    warnings    TEXT,
+    heartbeat   REAL
 );
 CREATE TABLE IF NOT EXISTS steps (
     run_id TEXT NOT NULL,
@@ -56,7 +57,7 @@ CREATE TABLE IF NOT EXISTS probes (
 );
 """
 
-ADDED_COLUMNS = {"pid": "INTEGER", "host": "TEXT", "warnings": "TEXT"}  # since schema 1
+ADDED_COLUMNS = {"pid": "INTEGER", "host": "TEXT", "warnings": "TEXT", "heartbeat": "REAL"}  # since schema 1
 TABLES = {"runs", "steps", "sweeps", "sweep_runs", "probes"}
 
 

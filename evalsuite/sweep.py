@@ -41,7 +41,7 @@ from evalsuite.executors.base import incoming_dir, read_result
 from evalsuite.params import MAX_SEED
 from evalsuite.records import RunRecord, Status, floor_of
 from evalsuite.resolve import resolve
-from evalsuite.store import Store
+from evalsuite.store import Heartbeat, Store
 
 NAMED_AXES = ("task", "model", "feature_map", "preset")
 
@@ -266,22 +266,30 @@ def run_points(points: list[Point], *, name: str, spec: dict, store: Store, exec
     if deadline is not None and time.monotonic() >= deadline:
         echo(f"sweep {name}: the segment is over; {len(todo)} runs left for the next invocation")
         return {"sweep_id": sid, "points": len(points), "ran": 0, "failed": 0, "left": len(todo)}
-    for p in todo:
-        store.start(p.run_id, p.config.as_dict(), {})
+    claims = store.claim({p.run_id: p.config.as_dict() for p in todo}, redo_done=False)
+    if claims["held"] or claims["done"]:  # another driver took them between the status read and now
+        echo(f"sweep {name}: {len(claims['held'])} runs were claimed by another live process and "
+             f"{len(claims['done'])} finished meanwhile; skipped")
+    mine = set(claims["claimed"])
+    todo = [p for p in todo if p.run_id in mine]
+    if not todo:
+        return {"sweep_id": sid, "points": len(points), "ran": 0, "failed": 0}
     progress = Progress(len(todo), echo)
     failed, finished = 0, set()
     runner.deadline = deadline
-    try:
-        for result in runner.run([p.config for p in todo], incoming_dir(store)):
-            record(store, result)
-            finished.add(result.run_id)
-            failed += not result.ok
-            progress.update(result)
-    except (KeyboardInterrupt, Interrupted) as exc:
-        ingest_incoming(store)  # results the workers finished before the signal
-        store.interrupt([p.run_id for p in todo],
-                        "sweep interrupted by " + ("Ctrl-C" if isinstance(exc, KeyboardInterrupt) else "SIGTERM"))
-        raise
+    with Heartbeat(store, [p.run_id for p in todo]) as beat:
+        try:
+            for result in runner.run([p.config for p in todo], incoming_dir(store)):
+                record(store, result)
+                finished.add(result.run_id)
+                beat.done(result.run_id)
+                failed += not result.ok
+                progress.update(result)
+        except (KeyboardInterrupt, Interrupted) as exc:
+            ingest_incoming(store)  # results the workers finished before the signal
+            store.interrupt([p.run_id for p in todo],
+                            "sweep interrupted by " + ("Ctrl-C" if isinstance(exc, KeyboardInterrupt) else "SIGTERM"))
+            raise
     progress.close()
     left = [p.run_id for p in todo if p.run_id not in finished]
     if left:

@@ -24,7 +24,10 @@ from evalsuite.cli import common, main
               help="folder for the HTML report")
 @click.option("--force", is_flag=True, help="train again even if the store holds this run")
 @click.option("--no-report", is_flag=True, help="skip the HTML report")
-def run(task, model, feature_map, preset, overrides, seed, device, store_path, threads, out, force, no_report):
+@click.option("--wait", is_flag=True,
+              help="when another live process is training this very run, wait for it and show its result "
+                   "(default: say so and exit 2)")
+def run(task, model, feature_map, preset, overrides, seed, device, store_path, threads, out, force, no_report, wait):
     """Train MODEL on TASK, print a summary, record it in the store and write its report."""
     from evalsuite import environment, files
     from evalsuite.pipeline import run_one
@@ -42,7 +45,8 @@ def run(task, model, feature_map, preset, overrides, seed, device, store_path, t
     click.echo(f"evalsuite run: {model} on {task} (preset {preset}, seed {seed}, device {dev}, "
                f"{_threads()} thread{'s' if _threads() != 1 else ''}; budget {budget:,} steps, the expected time "
                f"is measured and printed after the first 100)", err=True)
-    result = run_one(config, device=device, store=store, force=force)
+    result = run_one(config, device=device, store=store, force=force, wait=wait,
+                     echo=lambda m: click.echo(m, err=True))
     if report is not None:
         from evalsuite.reports import builder
 
