@@ -1,8 +1,10 @@
 """Every file evalsuite writes goes through here.
 
 * ``check_output``: an output path that is the results store (or its ``-wal``/``-shm``/``-journal``
-  files), any other SQLite database, or a folder is refused; an existing file is refused unless
-  the user said ``--overwrite``.
+  files, its ``weights/`` and ``incoming/`` folders), any other SQLite database, a weights file
+  (torch's zip or pickle format), a folder, or anything that is not a regular file (a device, a
+  pipe) is refused; an existing file is refused unless the user said ``--overwrite``. A symlink
+  is written through: its target is checked and replaced, the link stays.
 * ``atomic_write``: the content goes to a fresh temporary file in the target's folder (created
   with O_EXCL by ``tempfile.mkstemp``, so a planted symlink is never followed and two writers never
   share a name), is flushed, then renamed over the target. A reader sees the old file or the new
@@ -18,6 +20,8 @@ from typing import IO, Callable
 from evalsuite.errors import UserError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+WEIGHTS_MAGIC = (b"PK\x03\x04", b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")  # torch.save: zip, or a pickle
+STORE_FOLDERS = ("weights", "incoming")  # beside the store: trained weights, the crash journal
 STORE_SIDECARS = ("", "-wal", "-shm", "-journal")
 
 
@@ -27,6 +31,14 @@ def is_sqlite(path: Path) -> bool:
             return f.read(16) == SQLITE_MAGIC
     except OSError:
         return False
+
+
+def _head(path: Path, n: int = 16) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(n)
+    except OSError:
+        return b""
 
 
 def check_output(path: str | os.PathLike, option: str, *, store: str | os.PathLike | None = None,
@@ -42,10 +54,18 @@ def check_output(path: str | os.PathLike, option: str, *, store: str | os.PathLi
             if target == store_file.with_name(store_file.name + suffix):
                 raise UserError(f"{option}: {path} is the results store{' (its ' + suffix[1:] + ' file)' if suffix else ''}; "
                                 f"writing there would destroy every run in it. Choose another file.")
+        for folder in STORE_FOLDERS:
+            if store_file.parent / folder in target.parents:
+                raise UserError(f"{option}: {path} is inside the store's {folder}/ folder; evalsuite writes only "
+                                f"its own files there. Choose another file.")
     if target.is_dir():
         raise UserError(f"{option}: {path} is a folder; give a file name")
+    if target.exists() and not target.is_file():
+        raise UserError(f"{option}: {path} is not a regular file (a device, pipe or socket); give a file name")
     if target.exists() and is_sqlite(target):
         raise UserError(f"{option}: {path} is an SQLite database (a results store?); evalsuite never overwrites one")
+    if target.exists() and _head(target).startswith(WEIGHTS_MAGIC):
+        raise UserError(f"{option}: {path} is a weights file (torch format); evalsuite never overwrites one")
     if not overwrite and (path.exists() or path.is_symlink()):
         raise UserError(f"{option}: {path} exists; pass --overwrite to replace it")
     parent = target.parent
@@ -57,10 +77,14 @@ def check_output(path: str | os.PathLike, option: str, *, store: str | os.PathLi
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], None]) -> Path:
-    """Call ``write(file)`` on a fresh temporary file beside ``path``, then rename it into place."""
+    """Call ``write(file)`` on a fresh temporary file beside ``path``, then rename it into place
+    (through a symlink: beside and onto its target, so the link stays a link)."""
     path = Path(path)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    # the temporary name stays legal wherever the target's is (a name has at most 255 bytes)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:100]}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)

@@ -8,6 +8,8 @@ each record. Training itself is ``evalsuite.train``'s (``train_one``, ``train_gr
 from __future__ import annotations
 
 import os
+import sqlite3
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -17,10 +19,11 @@ import torch
 from evalsuite import analysis
 from evalsuite import environment
 from evalsuite.config import RunConfig
-from evalsuite.errors import Interrupted, UserError
+from evalsuite.errors import EvalsuiteError, Interrupted, UserError
 from evalsuite.records import RunRecord, Status
 from evalsuite.resolve import resolve
-from evalsuite.store import Store
+from evalsuite.store import Store, WeightsError
+from evalsuite.store_file import StoreError
 from evalsuite.train import Trained, make_data, train_group, train_one
 
 
@@ -67,6 +70,10 @@ def run_one(config: RunConfig, *, device: str = "auto", store: Store | None = No
     dev = environment.resolve_device(device)
     if store is None:
         return run_unit([config], dev, progress=progress)[0].record
+    if store.path.exists():
+        from evalsuite.sweep import ingest_incoming
+
+        ingest_incoming(store)  # a run or sweep that finished but could not record itself
     while True:
         if not force:
             row = store.get(config.run_id, with_history=True)
@@ -92,7 +99,38 @@ def run_one(config: RunConfig, *, device: str = "auto", store: Store | None = No
     except (KeyboardInterrupt, Interrupted) as exc:
         store.interrupt([config.run_id], "interrupted by " + ("Ctrl-C" if isinstance(exc, KeyboardInterrupt) else "SIGTERM"))
         raise
-    return persist(store, trained.record, trained.model.state_dict() if trained.model is not None else None)
+    state = trained.model.state_dict() if trained.model is not None else None
+    try:
+        return persist(store, trained.record, state)
+    except (sqlite3.Error, StoreError, OSError) as exc:  # disk full, locked: the trained result is kept
+        where = journal(store, trained.record, state)
+        acc = trained.record.metrics.get("accuracy")
+        raise NotRecorded(f"the run finished ({trained.record.status.value}"
+                          + (f", test accuracy {acc:.4f}" if acc is not None else "")
+                          + f") but the store {store.path} could not record it ({exc}); its record and weights are "
+                          f"kept in {where}, and the next evalsuite run or sweep on this store records them") from None
+
+
+def journal(store: Store, record: RunRecord, state: dict | None) -> Path:
+    """Write a finished run to the crash journal (``incoming/`` beside the store, else the system's
+    temporary folder when that cannot take it either); returns the folder. ``recover`` reads it."""
+    from evalsuite.executors.base import incoming_dir
+    from evalsuite.files import atomic_write, write_text
+
+    for folder in (incoming_dir(store), Path(tempfile.gettempdir()) / "evalsuite-incoming"):
+        try:
+            if state is not None:
+                cpu = {k: v.detach().cpu() for k, v in state.items()}
+                atomic_write(folder / f"{record.run_id}.pt", lambda f: torch.save(cpu, f))
+            write_text(folder / f"{record.run_id}.json", record.model_dump_json())
+            return folder
+        except OSError:
+            continue
+    raise OSError(f"neither {incoming_dir(store)} nor the temporary folder could take the result of run {record.run_id}")
+
+
+class NotRecorded(EvalsuiteError):
+    """A run that finished but could not be recorded (kept in the crash journal)."""
 
 
 class RunningElsewhere(UserError):
@@ -102,6 +140,9 @@ class RunningElsewhere(UserError):
 def persist(store: Store, record: RunRecord, weights: dict | Path | None) -> RunRecord:
     """Record a finished run: the record first, then its weights (a state dict, or a file a worker
     wrote to move into place). A weights failure is a warning on a done run, never a lost run."""
+    if record.ok and weights is None:
+        record.warnings.append("no weights came back with this run (the worker could not write them); "
+                               "`evalsuite analyze --run` needs them: rerun with --force")
     store.finish(record)
     if record.ok and weights is not None:
         try:
@@ -111,6 +152,7 @@ def persist(store: Store, record: RunRecord, weights: dict | Path | None) -> Run
                 os.replace(weights, target)
             else:
                 store.save_weights(record.run_id, weights)  # for `evalsuite analyze --run`
+            record.metrics["weights_sha256"] = store.record_weights_hash(record.run_id)
         except OSError as exc:
             message = f"weights not saved ({exc}); `evalsuite analyze --run` needs them: rerun with --force"
             store.warn(record.run_id, message)
@@ -130,7 +172,13 @@ def load_trained(store: Store, run_id: str):
     config = RunConfig.from_dict(row.config)
     data, _ = make_data(config.task, config.train, config.seed, splits=("test",), cache_dir=store.cache_dir)
     model = config.model.build(config.task.vocab_size)
-    model.load_state_dict(store.load_weights(row.run_id))
+    state = store.load_weights(row.run_id, row.metrics.get("weights_sha256"))
+    try:
+        model.load_state_dict(state)
+    except (RuntimeError, KeyError, TypeError) as exc:  # wrong shapes or keys: another model's weights
+        first = str(exc).strip().splitlines()[0]
+        raise WeightsError(f"weights file {store.weights_path(row.run_id)} does not fit run {run_id}'s model "
+                           f"({first[:160]})") from None
     return row.config, model.eval(), data["test"]
 
 

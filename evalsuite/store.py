@@ -25,6 +25,7 @@ from typing import Iterator
 
 import pandas as pd
 
+from evalsuite.errors import UserError
 from evalsuite.files import atomic_write
 from evalsuite.records import RunRecord, Status
 from evalsuite.store_file import SCHEMA, StoreError, check_path, migrate, open_read_only
@@ -132,14 +133,42 @@ class Store:
         state = {k: v.detach().cpu() for k, v in state_dict.items()}
         return atomic_write(self.weights_path(run_id), lambda f: torch.save(state, f))
 
-    def load_weights(self, run_id: str) -> dict:
+    def record_weights_hash(self, run_id: str) -> str:
+        """SHA-256 of the run's weights file, recorded in its metrics (``weights_sha256``) so that a
+        later load can tell its own weights from damaged or another run's."""
+        digest = sha256_of(self.weights_path(run_id))
+        with self.connect() as conn:
+            (metrics,) = conn.execute("SELECT metrics FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            metrics = {**json.loads(metrics or "{}"), "weights_sha256": digest}
+            conn.execute("UPDATE runs SET metrics = ? WHERE run_id = ?", (json.dumps(metrics), run_id))
+        return digest
+
+    def load_weights(self, run_id: str, expected_sha256: str | None = None) -> dict:
+        """The run's saved weights, checked: ``WeightsError`` (one line naming the file) for a missing,
+        empty, truncated or foreign file, a hash that is not the recorded one, or non-finite values."""
         import torch
 
         path = self.weights_path(run_id)
         if not path.exists():
-            raise FileNotFoundError(f"no saved weights for run {run_id} (looked for {path}); "
-                                    f"retrain it with `evalsuite run ... --force`")
-        return torch.load(path, map_location="cpu", weights_only=True)
+            raise WeightsError(f"no saved weights for run {run_id} (looked for {path}); "
+                               f"retrain it with `evalsuite run ... --force`")
+        if path.stat().st_size == 0:
+            raise WeightsError(f"weights file {path} is empty; retrain the run with --force")
+        if expected_sha256 and (actual := sha256_of(path)) != expected_sha256:
+            raise WeightsError(f"weights file {path} is not the one recorded with run {run_id} (SHA-256 {actual[:12]}... "
+                               f"against {expected_sha256[:12]}...): damaged or another run's; retrain it with --force")
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as exc:  # noqa: BLE001 - any unreadable file is one message, never a traceback
+            raise WeightsError(f"weights file {path} cannot be read as torch weights ({type(exc).__name__}: damaged, "
+                               f"truncated or not a weights file); retrain the run with --force") from None
+        if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+            raise WeightsError(f"weights file {path} does not hold a state dict of tensors")
+        bad = [k for k, v in state.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
+        if bad:
+            raise WeightsError(f"weights file {path} has non-finite values in {', '.join(bad[:3])}"
+                               + (f" and {len(bad) - 3} more" if len(bad) > 3 else ""))
+        return state
 
     @contextmanager
     def connect(self, create: bool = True) -> Iterator[sqlite3.Connection]:
@@ -291,6 +320,20 @@ class Store:
 
 RECORD_COLUMNS = ("run_id", "config", "status", "metrics", "error", "warnings", "env", "started_at", "finished_at",
                   "pid", "host")  # task, model, feature_map and seed are copies of config fields, for SQL
+
+
+class WeightsError(UserError):
+    """A run's weights cannot be used: the message names the file."""
+
+
+def sha256_of(path: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def _start(conn: sqlite3.Connection, run_id: str, config: dict, env: dict) -> None:

@@ -222,7 +222,9 @@ def record(store: Store, result: RunRecord) -> None:
     from evalsuite.pipeline import persist
 
     weights = incoming_dir(store) / f"{result.run_id}.pt"
-    persist(store, result, weights if weights.exists() else None)
+    row = store.get(result.run_id)
+    if not (row is not None and row.ok and result.ok and not weights.exists() and store.weights_path(result.run_id).exists()):
+        persist(store, result, weights if weights.exists() else None)  # (else another driver ingested it already)
     (incoming_dir(store) / f"{result.run_id}.json").unlink(missing_ok=True)
     weights.unlink(missing_ok=True)
 

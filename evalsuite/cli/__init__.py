@@ -49,8 +49,11 @@ class Main(click.Group):
             raise
         except (KeyboardInterrupt, Interrupted) as exc:
             what = "Ctrl-C" if isinstance(exc, KeyboardInterrupt) else "SIGTERM"
-            click.echo(f"Error: interrupted by {what}; unfinished runs are recorded as interrupted "
-                       f"(run the same command again to resume)", err=True)
+            if ctx.invoked_subcommand in ("run", "sweep", "reproduce"):
+                click.echo(f"Error: interrupted by {what}; unfinished runs are recorded as interrupted "
+                           f"(run the same command again to resume)", err=True)
+            else:  # report, analyze, export, ...: every file is written whole or not at all
+                click.echo(f"Error: interrupted by {what}; no file was left half-written", err=True)
             sys.exit(130)
         except Exception as exc:
             if ctx.meta.get("debug") or os.environ.get("EVALSUITE_DEBUG") == "1":
