@@ -3,8 +3,9 @@
 * ``check_output``: an output path that is the results store (or its ``-wal``/``-shm``/``-journal``
   files, its ``weights/`` and ``incoming/`` folders), any other SQLite database, a weights file
   (torch's zip or pickle format), a folder, or anything that is not a regular file (a device, a
-  pipe) is refused; an existing file is refused unless the user said ``--overwrite``. A symlink
-  is written through: its target is checked and replaced, the link stays.
+  pipe) or a symbolic link is refused (neither followed nor replaced); an existing file is refused
+  unless the user said ``--overwrite``. ``atomic_write`` itself writes through a link (onto its
+  target, the link stays), for files evalsuite names itself.
 * ``atomic_write``: the content goes to a fresh temporary file in the target's folder (created
   with O_EXCL by ``tempfile.mkstemp``, so a planted symlink is never followed and two writers never
   share a name), is flushed, then renamed over the target. A reader sees the old file or the new
@@ -47,6 +48,9 @@ def check_output(path: str | os.PathLike, option: str, *, store: str | os.PathLi
     path = Path(path)
     if not str(path).strip():
         raise UserError(f"{option}: empty path")
+    if path.is_symlink():
+        raise UserError(f"{option}: {path} is a symbolic link (to {os.readlink(path)}); evalsuite neither follows nor "
+                        f"replaces one: give the file itself")
     target = path.resolve()
     if store is not None:
         store_file = Path(store).resolve()

@@ -25,8 +25,9 @@ from typing import Iterator
 
 import pandas as pd
 
-from evalsuite.errors import UserError
+from evalsuite import weights
 from evalsuite.files import atomic_write
+from evalsuite.weights import WeightsError, sha256_of  # noqa: F401 - re-exported
 from evalsuite.records import RunRecord, Status
 from evalsuite.store_file import SCHEMA, StoreError, check_path, migrate, open_read_only
 
@@ -144,31 +145,8 @@ class Store:
         return digest
 
     def load_weights(self, run_id: str, expected_sha256: str | None = None) -> dict:
-        """The run's saved weights, checked: ``WeightsError`` (one line naming the file) for a missing,
-        empty, truncated or foreign file, a hash that is not the recorded one, or non-finite values."""
-        import torch
-
-        path = self.weights_path(run_id)
-        if not path.exists():
-            raise WeightsError(f"no saved weights for run {run_id} (looked for {path}); "
-                               f"retrain it with `evalsuite run ... --force`")
-        if path.stat().st_size == 0:
-            raise WeightsError(f"weights file {path} is empty; retrain the run with --force")
-        if expected_sha256 and (actual := sha256_of(path)) != expected_sha256:
-            raise WeightsError(f"weights file {path} is not the one recorded with run {run_id} (SHA-256 {actual[:12]}... "
-                               f"against {expected_sha256[:12]}...): damaged or another run's; retrain it with --force")
-        try:
-            state = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as exc:  # noqa: BLE001 - any unreadable file is one message, never a traceback
-            raise WeightsError(f"weights file {path} cannot be read as torch weights ({type(exc).__name__}: damaged, "
-                               f"truncated or not a weights file); retrain the run with --force") from None
-        if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-            raise WeightsError(f"weights file {path} does not hold a state dict of tensors")
-        bad = [k for k, v in state.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
-        if bad:
-            raise WeightsError(f"weights file {path} has non-finite values in {', '.join(bad[:3])}"
-                               + (f" and {len(bad) - 3} more" if len(bad) > 3 else ""))
-        return state
+        """The run's saved weights, checked (``weights.load``: ``WeightsError`` naming the file)."""
+        return weights.load(self.weights_path(run_id), run_id, expected_sha256)
 
     @contextmanager
     def connect(self, create: bool = True) -> Iterator[sqlite3.Connection]:
@@ -322,20 +300,6 @@ RECORD_COLUMNS = ("run_id", "config", "status", "metrics", "error", "warnings", 
                   "pid", "host")  # task, model, feature_map and seed are copies of config fields, for SQL
 
 
-class WeightsError(UserError):
-    """A run's weights cannot be used: the message names the file."""
-
-
-def sha256_of(path: Path) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _start(conn: sqlite3.Connection, run_id: str, config: dict, env: dict) -> None:
     now = time.time()
     conn.execute(
@@ -410,33 +374,3 @@ def load(path: str | os.PathLike | None = None) -> pd.DataFrame:
     """All runs in the store at ``path`` (default: ``results/evalsuite.db``) as a DataFrame."""
     return Store(path).load()
 
-
-class Heartbeat:
-    """Refreshes this process's claims on ``run_ids`` every ``HEARTBEAT_S`` seconds in a daemon
-    thread while the block runs (``with Heartbeat(store, ids) as beat: ... beat.done(run_id)``), so
-    that a reader on another host can tell a live claim from a dead one."""
-
-    def __init__(self, store: Store, run_ids: list[str], every: float = HEARTBEAT_S):
-        import threading
-
-        self.store, self.ids, self.every = store, set(run_ids), every
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="evalsuite-heartbeat", daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.every):
-            try:
-                self.store.beat(sorted(self.ids))
-            except (sqlite3.Error, OSError, StoreError):
-                pass  # a busy or full store: the next beat tries again
-
-    def done(self, run_id: str) -> None:
-        self.ids.discard(run_id)
-
-    def __enter__(self) -> "Heartbeat":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)

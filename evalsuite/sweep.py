@@ -41,7 +41,8 @@ from evalsuite.executors.base import incoming_dir, read_result
 from evalsuite.params import MAX_SEED
 from evalsuite.records import RunRecord, Status, floor_of
 from evalsuite.resolve import resolve
-from evalsuite.store import Heartbeat, Store
+from evalsuite.heartbeat import Heartbeat
+from evalsuite.store import Store
 
 NAMED_AXES = ("task", "model", "feature_map", "preset")
 

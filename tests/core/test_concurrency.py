@@ -60,7 +60,9 @@ def test_the_heartbeat_refreshes_this_processes_claims(tmp_path):
     store = Store(tmp_path / "s.db")
     store.claim({"a": config(0)})
     _set(store.path, "a", heartbeat=0.0)
-    with store_mod.Heartbeat(store, ["a"], every=0.05):
+    from evalsuite.heartbeat import Heartbeat
+
+    with Heartbeat(store, ["a"], every=0.05):
         time.sleep(0.5)
     beat = sqlite3.connect(store.path).execute("SELECT heartbeat FROM runs WHERE run_id = 'a'").fetchone()[0]
     assert time.time() - beat < 5

@@ -172,10 +172,9 @@ def test_planted_symlinks_are_replaced_not_followed(tmp_path):
     assert invoke("sample", "--task", "recall", "--out", tmp_path / "x.jsonl").exit_code == 0
     assert invoke("report", "--store", tmp_path / "store.db", "-o", tmp_path / "y.html").exit_code == 0
     link = tmp_path / "z.jsonl"
-    link.symlink_to(victim)  # the target itself is a link: --overwrite replaces the link
-    assert invoke("sample", "--task", "recall", "--out", link, "--overwrite").exit_code == 0
-    assert victim.read_text() == "precious"
-    assert not link.is_symlink() and link.read_text().startswith("{")
+    link.symlink_to(victim)  # the target itself is a link: refused, never followed, never replaced
+    assert_refused(invoke("sample", "--task", "recall", "--out", link, "--overwrite"), "--out", "symbolic link")
+    assert victim.read_text() == "precious" and link.is_symlink()
 
 
 def test_sample_out_refuses_an_existing_file_without_overwrite(tmp_path):
@@ -540,7 +539,7 @@ def test_run_threads_option(tmp_path):
     before = torch.get_num_threads()
     try:
         res = invoke(*RUN, "--threads", "1", "--store", tmp_path / "s.db", "--no-report")
-        assert res.exit_code == 0 and "1 thread)" in res.output
+        assert res.exit_code == 0 and "1 thread;" in res.output
         (row,) = Store(tmp_path / "s.db").runs()
         assert row.env["threads"] == 1
     finally:

@@ -1,6 +1,6 @@
 """Weights verified on load (a SHA-256 recorded with the run; one error naming the file for any
 damage) and outputs that never replace what they should not (weights, store folders, devices,
-symlinks written through)."""
+symlinks refused as outputs and written through by atomic writes)."""
 import math
 import os
 
@@ -81,7 +81,9 @@ def test_outputs_refuse_weights_store_folders_and_devices_and_write_through_syml
     real, link = tmp_path / "real.html", tmp_path / "link.html"
     real.write_text("old")
     link.symlink_to(real)
-    files.write_text(files.check_output(link, "-o"), "new")
+    with pytest.raises(UserError, match="symbolic link"):
+        files.check_output(link, "-o")  # an output option never follows nor replaces a link
+    files.write_text(link, "new")  # a file evalsuite names itself is written through the link
     assert link.is_symlink() and real.read_text() == "new"
     long = tmp_path / ("r" * 250 + ".html")  # a legal name: the temporary one must stay legal too
     files.write_text(long, "x")
