@@ -260,7 +260,7 @@ def capacity_law(soft=1.0, moving=0.0, unsettled=(), **caps):
     for label in m:
         for D in law.SCALES["cpu"]["pairs"]:
             runs += add(label, D)
-    return runs + add(law.LAYERS, 2 * d, layers=1)
+    return runs + [r for label in law.LAYERS for r in add(label, 2 * d, layers=1)]
 
 
 def law_label(key: str) -> str:
