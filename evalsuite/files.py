@@ -45,9 +45,9 @@ def _head(path: Path, n: int = 16) -> bytes:
 def check_output(path: str | os.PathLike, option: str, *, store: str | os.PathLike | None = None,
                  overwrite: bool = True) -> Path:
     """The output path, or ``UserError`` (exit 2) naming ``option`` when writing there could lose data."""
-    path = Path(path)
     if not str(path).strip():
         raise UserError(f"{option}: empty path")
+    path = Path(path).expanduser()
     if path.is_symlink():
         raise UserError(f"{option}: {path} is a symbolic link (to {os.readlink(path)}); evalsuite neither follows nor "
                         f"replaces one: give the file itself")
@@ -75,6 +75,8 @@ def check_output(path: str | os.PathLike, option: str, *, store: str | os.PathLi
     parent = target.parent
     while not parent.exists():
         parent = parent.parent
+    if not parent.is_dir():
+        raise UserError(f"{option}: {parent} is a file, not a folder, so {path} cannot be written there")
     if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
         raise UserError(f"{option}: cannot write to {path} (folder {parent} is not writable)")
     return path

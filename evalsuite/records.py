@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import PrivateAttr, BaseModel, ConfigDict, Field, field_validator
 
 TARGET_ACCURACY = 0.99  # Zoology's early-stopping target; the default of train.target_accuracy
 SELECT_RATE_BY = "val_accuracy"  # the learning rate of a configuration is chosen by this, never by test
@@ -140,6 +140,7 @@ class RunRecord(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     env: dict[str, Any] = Field(default_factory=dict)
     history: list[dict[str, Any]] = Field(default_factory=list)
+    _weights: bytes | None = PrivateAttr(default=None)  # from a remote worker, on its way to the driver (never stored)
     started_at: float | None = None
     finished_at: float | None = None
     pid: int | None = None

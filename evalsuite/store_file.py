@@ -76,9 +76,12 @@ def check_path(path: str | os.PathLike | None, option: str = "--store") -> Path:
         path = default_path()
     if not str(path).strip():
         raise StoreError(f"{option}: empty path; give a file such as results/evalsuite.db")
-    path = Path(path)
+    path = Path(path).expanduser()
     if path.is_dir():
         raise StoreError(f"{option}: {path} is a folder; give a file such as {path / 'evalsuite.db'}")
+    parent = next((p for p in path.parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise StoreError(f"{option}: {parent} is a file, not a folder, so {path} cannot be created there")
     if path.exists():
         with open(path, "rb") as f:
             head = f.read(16)

@@ -20,8 +20,8 @@ from evalsuite.cli import common, main
 @common.device_option
 @common.store_option
 @common.threads_option
-@click.option("--out", default="results/reports", show_default=True, type=click.Path(file_okay=False),
-              help="folder for the HTML report")
+@click.option("--out", default=None, type=click.Path(file_okay=False),
+              help="folder for the HTML report [default: reports/ beside the store, results/reports for the default store]")
 @click.option("--force", is_flag=True, help="train again even if the store holds this run")
 @click.option("--no-report", is_flag=True, help="skip the HTML report")
 @click.option("--wait", is_flag=True,
@@ -37,8 +37,8 @@ def run(task, model, feature_map, preset, overrides, seed, device, store_path, t
                          seed=seed)
     dev = environment.resolve_device(device)
     store = common.open_store(store_path)
-    report = None if no_report else files.check_output(Path(out) / f"{config.run_id}.html", "--out",
-                                                       store=store.path)
+    folder = Path(out).expanduser() if out else store.path.parent / "reports"  # as a sweep writes beside its store
+    report = None if no_report else files.check_output(folder / f"{config.run_id}.html", "--out", store=store.path)
     common.set_threads(threads)
     t = config.train
     budget = max(1, round(t.epochs * max(1, t.num_train // t.batch_size)))

@@ -8,6 +8,8 @@ import click
 
 from evalsuite.cli import common, main
 
+COMPACT_ABOVE = 200  # runs: a sweep's end-of-run report is compact beyond this (a full one draws a curve per run)
+
 
 @main.command()
 @click.argument("spec", required=False, type=click.Path(dir_okay=False))
@@ -52,9 +54,14 @@ def sweep(spec, executor, workers, address, device, store_path, threads, group, 
 
         _, run_ids = store.sweep_runs(summary["sweep_id"])
         runs = store.runs(run_ids)
+        compact = len(runs) > COMPACT_ABOVE
+        if compact:
+            click.echo(f"report   compact ({len(runs)} runs, more than {COMPACT_ABOVE}: per-run curves and tables left "
+                       f"out; `evalsuite report --sweep {summary['sweep_id']}` writes the full one)")
         try:
             path = builder.write(runs, store.path.parent / "reports" / f"sweep-{summary['sweep_id']}.html",
-                                 title=f"evalsuite sweep {Path(spec).stem}: {len(runs)} runs", probes=store.probes())
+                                 title=f"evalsuite sweep {Path(spec).stem}: {len(runs)} runs", probes=store.probes(),
+                                 compact=compact)
             click.echo(f"report   {path}")
         except OSError as exc:
             click.echo(f"warning  report not written: {common.os_message(exc)}", err=True)

@@ -3,6 +3,7 @@ worker, hand the records back, and leave a copy in ``incoming/`` (written then r
 driver that died can ingest it later."""
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 from typing import Iterator, Protocol
@@ -28,6 +29,20 @@ def read_result(path: Path) -> RunRecord | None:
         return None  # a file being renamed into place, or unreadable: left for the next ingest
 
 
+def weights_of(record: RunRecord) -> bytes | None:
+    """The weights that travelled back with a record from a worker (bytes of ``torch.save``), if any."""
+    return getattr(record, "_weights", None)
+
+
+def journal(record: RunRecord, incoming: Path) -> None:
+    """Leave a record that came back from a remote worker, and its weights, in the driver's local
+    crash journal, where ``sweep.record`` persists them from."""
+    blob = weights_of(record)
+    if blob is not None:
+        atomic_write(incoming / f"{record.run_id}.pt", lambda f: f.write(blob))
+    write_text(incoming / f"{record.run_id}.json", record.model_dump_json())
+
+
 def failed_result(config: RunConfig, error: str) -> RunRecord:
     return RunRecord(run_id=config.run_id, config=config.as_dict(), status=Status.FAILED, error=error)
 
@@ -35,8 +50,11 @@ def failed_result(config: RunConfig, error: str) -> RunRecord:
 def run_unit_in_worker(configs: list[RunConfig], device: str, threads: int | None, incoming: str | None,
                        decide: bool = False) -> list[RunRecord]:
     """Run one configuration, or a group of them (``pipeline.run_unit``), in this (worker) process;
-    never raises for a failed run. The driver persists the records (``pipeline.persist``); the
-    weights travel as files."""
+    never raises for a failed run. The driver persists the records (``pipeline.persist``). With
+    ``incoming`` (a folder on the driver's machine: the local executor), each record and its
+    weights are also left there as files, the crash journal; without it (Ray, whose workers may
+    run on other machines), ``weights_of(record)`` holds the weights as bytes that travel back with
+    the record."""
     import torch
 
     from evalsuite import environment
@@ -49,6 +67,10 @@ def run_unit_in_worker(configs: list[RunConfig], device: str, threads: int | Non
     records = []
     for trained in run_unit(configs, dev, progress=False, cache_dir=cache, decide=decide):
         record = trained.record
+        if not incoming and record.ok and trained.model is not None:
+            buf = io.BytesIO()
+            torch.save({k: v.detach().cpu() for k, v in trained.model.state_dict().items()}, buf)
+            record._weights = buf.getvalue()
         if incoming:
             folder = Path(incoming)
             try:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Iterator
 
 from evalsuite.config import RunConfig
+from evalsuite.errors import UserError
 from evalsuite.records import RunRecord
 
 from .base import failed_result, run_unit_in_worker
@@ -47,6 +48,9 @@ class LocalExecutor:
         self.device, self.group = device, group
         self.gpus = torch.cuda.device_count() if device != "cpu" else 0
         self.workers = workers or (self.gpus or 1)
+        if not self.gpus and self.workers > cpu_count():
+            raise UserError(f"--workers {self.workers}: this machine gives this process {cpu_count()} cores, and more "
+                            f"CPU workers than cores only slow every run down; use at most {cpu_count()}")
         if threads is None and not self.gpus and not os.environ.get("OMP_NUM_THREADS"):
             threads = max(1, cpu_count() // self.workers)
         self.threads = threads
@@ -78,7 +82,7 @@ class LocalExecutor:
                             slot = free.pop(0)
                             try:
                                 future = pool.submit(run_unit_in_worker, [configs[i] for i in unit], self._device(slot),
-                                                     self.threads, str(incoming), self.group == "auto")
+                                                     self.threads, str(Path(incoming).resolve()), self.group == "auto")
                             except BrokenProcessPool:
                                 waiting.clear()  # a worker died: the rest go to a fresh pool
                                 break

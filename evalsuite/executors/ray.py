@@ -2,7 +2,9 @@
 
 ``address`` joins a running cluster (``ray start --head`` elsewhere); without it a local Ray
 instance is started with ``workers`` CPUs. Workers return results to the driver, the only process
-that writes the SQLite store; each also leaves a copy in ``incoming/`` when it can write there."""
+that writes the SQLite store. Results and weights travel with the task's return value (a worker
+may run on a machine that does not share the store's folder); the driver leaves each in its local
+``incoming/`` journal (an absolute path), then records it."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,8 +14,27 @@ from evalsuite.config import RunConfig
 from evalsuite.errors import UserError
 from evalsuite.records import RunRecord
 
-from .base import failed_result, run_unit_in_worker
+from .base import failed_result, journal, run_unit_in_worker
 from .grouping import plan
+
+
+REACH_TIMEOUT_S = 5.0
+
+
+def reachable(address: str, timeout: float = REACH_TIMEOUT_S) -> None:
+    """``UserError`` unless ``host:port`` (or ``ray://host:port``) accepts a connection within
+    ``timeout``: checked before any point is claimed, so an unreachable cluster marks nothing running."""
+    import socket
+
+    target = address.split("://", 1)[-1]
+    host, _, port = target.rpartition(":")
+    if not host or not port.isdigit():
+        raise UserError(f"--address: {address!r} is not host:port (or ray://host:port, or auto)")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise UserError(f"--address {address}: cannot reach it within {timeout:g} s ({exc.strerror or exc}); "
+                        f"start the cluster (`ray start --head`) or check the address") from None
 
 
 class RayExecutor:
@@ -23,6 +44,8 @@ class RayExecutor:
             import ray  # noqa: F401
         except ImportError:
             raise UserError("--executor ray needs Ray: pip install 'evalsuite[ray]'") from None
+        if address and address != "auto":
+            reachable(address)
         self.workers, self.device, self.address, self.gpu_fraction = workers, device, address, gpu_fraction
         self.threads, self.group = threads or 1, group
 
@@ -42,16 +65,22 @@ class RayExecutor:
             device = "cuda" if gpus else "cpu"
             slots = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1) // self.threads))
             units = [[configs[i] for i in u] for u in plan(configs, self.group, slots=slots, cuda=bool(gpus))]
-            refs = {task.remote(unit, device, self.threads, str(incoming), self.group == "auto"): unit for unit in units}
+            incoming = Path(incoming).resolve()
+            refs = {task.remote(unit, device, self.threads, None, self.group == "auto"): unit for unit in units}
             while refs:
                 ready, _ = ray.wait(list(refs), num_returns=1)
                 for ref in ready:
                     unit = refs.pop(ref)
                     try:
-                        yield from ray.get(ref)
+                        records = ray.get(ref)
                     except Exception as exc:  # noqa: BLE001 - a worker crash fails its runs
-                        for config in unit:
-                            yield failed_result(config, f"ray task failed: {type(exc).__name__}: {exc}")
+                        records = [failed_result(config, f"ray task failed: {type(exc).__name__}: {exc}") for config in unit]
+                    for record in records:
+                        try:
+                            journal(record, incoming)
+                        except OSError:
+                            pass  # the record is still persisted; only the crash copy is missing
+                        yield record
         finally:
             if started_here:
                 ray.shutdown()

@@ -160,6 +160,30 @@ def test_ray_executor_on_a_local_instance(tmp_path, store_path):
     assert done_rows(store_path) == [("done", 2)]
 
 
+def test_ray_weights_travel_with_the_run_when_the_cluster_started_elsewhere(tmp_path, monkeypatch):
+    """A cluster started from another folder and a relative store path: the workers' own working
+    directory is not the driver's, so weights must come back with the task's result (they used to
+    be written to a relative incoming/ that the driver never saw: runs done, weights lost)."""
+    ray = pytest.importorskip("ray", reason="install the ray extra (make test does)")
+    cluster, project = tmp_path / "cluster", tmp_path / "project"
+    cluster.mkdir()
+    project.mkdir()
+    spec = write(project, GRID6.replace("model: [softmax, linear, delta]", "model: [softmax]"))
+    monkeypatch.chdir(cluster)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        monkeypatch.chdir(project)
+        store = Store("results/s.db")  # relative, as a user types it
+        summary = sweeps.run_sweep(spec, store=store, executor="ray", echo=lambda *_: None)
+    finally:
+        ray.shutdown()
+    assert summary["ran"] == 2 and summary["failed"] == 0
+    runs = store.runs()
+    assert all(r.ok and not r.warnings for r in runs), [r.warnings for r in runs]
+    assert all((project / "results" / "weights" / f"{r.run_id}.pt").exists() for r in runs)
+    assert not any((cluster / "results").glob("**/*.pt")) and not list((project / "results" / "incoming").iterdir())
+
+
 def test_every_example_sweep_file_expands(repo_root, monkeypatch):
     """A sweep file in examples/ that no longer validates is a broken example (exit 2 for a user).
     Examples are run from the repository root (their plug-in paths are relative to it)."""

@@ -14,7 +14,10 @@ from evalsuite.records import RunRecord
 
 
 @pytest.mark.parametrize("scale", rep.SCALES)
-def test_every_experiment_spec_is_valid(scale):
+def test_every_experiment_spec_is_valid(scale, monkeypatch):
+    # the specs, not this machine: the paper scale needs about 20 GiB a run, more than a busy
+    # 24 GiB machine has free (the memory check is tested on its own in tests/core)
+    monkeypatch.setenv("EVALSUITE_MEMORY_CHECK", "off")
     for exp in rep.all_experiments():
         spec = exp.spec(scale)
         if spec is not None:
