@@ -188,7 +188,12 @@ def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes
     runs = list(runs)
     summary = summarize(runs)
     slices = _slices(runs, {row["anchor"] for row in summary})
-    views = [_view(r, compact=compact) for r in runs]  # what the template shows of each run
+    # what the template shows of each run; a full report draws a curve per run (about 0.3 s each), so
+    # a long one shows its progress on a terminal
+    from tqdm.auto import tqdm
+
+    views = [_view(r, compact=compact) for r in tqdm(runs, desc="report: runs", unit="run", leave=False,
+                                                       disable=None if len(runs) >= PROGRESS_ABOVE and not compact else True)]
     raw = _clean([r.model_dump(mode="json", exclude={"history"}) for r in runs])
     if compact:
         raw = [{**r, "metrics": _verdict_metrics(r["metrics"])} for r in raw]
@@ -202,6 +207,9 @@ def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes
                                    "verdicts": [v.model_dump(mode="json") for v in verdicts or []]}),
     )
     return _env.get_template("report.html.j2").render(**context)
+
+
+PROGRESS_ABOVE = 100  # runs in a full report before its rendering shows progress
 
 
 def _view(r: RunRecord, compact: bool = False) -> dict:
