@@ -20,3 +20,10 @@ def test_the_others_parse_their_options(repo_root, script):
     out = subprocess.run([sys.executable, f"benchmarks/{script}", "--help"], cwd=repo_root, capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
+
+
+def test_report_scale_runs_at_a_tiny_size(repo_root):
+    out = subprocess.run([sys.executable, "benchmarks/report_scale.py", "--runs", "12", "--full-runs", "3"],
+                         cwd=repo_root, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("report ") == 2 and "12 runs, compact" in out.stdout
