@@ -7,9 +7,7 @@ each record. Training itself is ``evalsuite.train``'s (``train_one``, ``train_gr
 """
 from __future__ import annotations
 
-import os
 import sqlite3
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from evalsuite.config import RunConfig
 from evalsuite.errors import EvalsuiteError, Interrupted, UserError
 from evalsuite.records import RunRecord, Status
 from evalsuite.resolve import resolve
+from evalsuite.persist import ingest_incoming, keep, persist
 from evalsuite.store import Store, WeightsError
 from evalsuite.store_file import StoreError
 from evalsuite.train import Trained, make_data, train_group, train_one
@@ -71,8 +70,6 @@ def run_one(config: RunConfig, *, device: str = "auto", store: Store | None = No
     if store is None:
         return run_unit([config], dev, progress=progress)[0].record
     if store.path.exists():
-        from evalsuite.sweep import ingest_incoming
-
         ingest_incoming(store)  # a run or sweep that finished but could not record itself
     while True:
         if not force:
@@ -103,30 +100,12 @@ def run_one(config: RunConfig, *, device: str = "auto", store: Store | None = No
     try:
         return persist(store, trained.record, state)
     except (sqlite3.Error, StoreError, OSError) as exc:  # disk full, locked: the trained result is kept
-        where = journal(store, trained.record, state)
+        where = keep(store, trained.record, state)
         acc = trained.record.metrics.get("accuracy")
         raise NotRecorded(f"the run finished ({trained.record.status.value}"
                           + (f", test accuracy {acc:.4f}" if acc is not None else "")
                           + f") but the store {store.path} could not record it ({exc}); its record and weights are "
                           f"kept in {where}, and the next evalsuite run or sweep on this store records them") from None
-
-
-def journal(store: Store, record: RunRecord, state: dict | None) -> Path:
-    """Write a finished run to the crash journal (``incoming/`` beside the store, else the system's
-    temporary folder when that cannot take it either); returns the folder. ``recover`` reads it."""
-    from evalsuite.executors.base import incoming_dir
-    from evalsuite.files import atomic_write, write_text
-
-    for folder in (incoming_dir(store), Path(tempfile.gettempdir()) / "evalsuite-incoming"):
-        try:
-            if state is not None:
-                cpu = {k: v.detach().cpu() for k, v in state.items()}
-                atomic_write(folder / f"{record.run_id}.pt", lambda f: torch.save(cpu, f))
-            write_text(folder / f"{record.run_id}.json", record.model_dump_json())
-            return folder
-        except OSError:
-            continue
-    raise OSError(f"neither {incoming_dir(store)} nor the temporary folder could take the result of run {record.run_id}")
 
 
 class NotRecorded(EvalsuiteError):
@@ -135,29 +114,6 @@ class NotRecorded(EvalsuiteError):
 
 class RunningElsewhere(UserError):
     """The run is held by another live process (``run_one`` without ``wait``)."""
-
-
-def persist(store: Store, record: RunRecord, weights: dict | Path | None) -> RunRecord:
-    """Record a finished run: the record first, then its weights (a state dict, or a file a worker
-    wrote to move into place). A weights failure is a warning on a done run, never a lost run."""
-    if record.ok and weights is None:
-        record.warnings.append("no weights came back with this run (the worker could not write them); "
-                               "`evalsuite analyze --run` needs them: rerun with --force")
-    store.finish(record)
-    if record.ok and weights is not None:
-        try:
-            if isinstance(weights, Path):
-                target = store.weights_path(record.run_id)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(weights, target)
-            else:
-                store.save_weights(record.run_id, weights)  # for `evalsuite analyze --run`
-            record.metrics["weights_sha256"] = store.record_weights_hash(record.run_id)
-        except OSError as exc:
-            message = f"weights not saved ({exc}); `evalsuite analyze --run` needs them: rerun with --force"
-            store.warn(record.run_id, message)
-            record.warnings.append(message)
-    return record
 
 
 def load_trained(store: Store, run_id: str):

@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from evalsuite.config import RunConfig
 from evalsuite.errors import ConfigError, Interrupted, UserError
-from evalsuite.executors.base import incoming_dir, read_result
+from evalsuite.persist import incoming_dir, ingest_incoming, record  # noqa: F401 - part of this module's interface
 from evalsuite.params import MAX_SEED
 from evalsuite.records import RunRecord, Status, floor_of
 from evalsuite.resolve import resolve
@@ -204,30 +204,6 @@ def status(points: list[Point], store: Store) -> dict[str, list[Point]]:
         out["left" if s is None else "done" if s is Status.DONE else "running" if s is Status.RUNNING
             else "interrupted" if s.unfinished else "failed"].append(p)
     return out
-
-
-def ingest_incoming(store: Store) -> int:
-    """Record results that workers left in ``incoming/`` (a driver died before it could)."""
-    count = 0
-    for path in sorted(incoming_dir(store).glob("*.json")):
-        result = read_result(path)
-        if result is None:
-            continue
-        record(store, result)
-        count += 1
-    return count
-
-
-def record(store: Store, result: RunRecord) -> None:
-    """Persist one finished record (driver only), then drop its incoming files."""
-    from evalsuite.pipeline import persist
-
-    weights = incoming_dir(store) / f"{result.run_id}.pt"
-    row = store.get(result.run_id)
-    if not (row is not None and row.ok and result.ok and not weights.exists() and store.weights_path(result.run_id).exists()):
-        persist(store, result, weights if weights.exists() else None)  # (else another driver ingested it already)
-    (incoming_dir(store) / f"{result.run_id}.json").unlink(missing_ok=True)
-    weights.unlink(missing_ok=True)
 
 
 def run_sweep(spec_path: str | os.PathLike | SweepSpec, *, store: Store, executor: str = "local", workers: int | None = None,

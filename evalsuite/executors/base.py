@@ -10,37 +10,13 @@ from typing import Iterator, Protocol
 
 from evalsuite.config import RunConfig
 from evalsuite.files import atomic_write, write_text
+from evalsuite.persist import incoming_dir, read_result  # noqa: F401 - re-exported for executors
 from evalsuite.records import RunRecord, Status
 
 
 class Executor(Protocol):
     def run(self, configs: list[RunConfig], incoming: Path) -> Iterator[RunRecord]:
         """Yield one record per config, in completion order (the points of a group together)."""
-
-
-def incoming_dir(store) -> Path:
-    return store.path.parent / "incoming"
-
-
-def read_result(path: Path) -> RunRecord | None:
-    try:
-        return RunRecord.model_validate_json(path.read_text())
-    except (OSError, ValueError):
-        return None  # a file being renamed into place, or unreadable: left for the next ingest
-
-
-def weights_of(record: RunRecord) -> bytes | None:
-    """The weights that travelled back with a record from a worker (bytes of ``torch.save``), if any."""
-    return getattr(record, "_weights", None)
-
-
-def journal(record: RunRecord, incoming: Path) -> None:
-    """Leave a record that came back from a remote worker, and its weights, in the driver's local
-    crash journal, where ``sweep.record`` persists them from."""
-    blob = weights_of(record)
-    if blob is not None:
-        atomic_write(incoming / f"{record.run_id}.pt", lambda f: f.write(blob))
-    write_text(incoming / f"{record.run_id}.json", record.model_dump_json())
 
 
 def failed_result(config: RunConfig, error: str) -> RunRecord:

@@ -14,7 +14,9 @@ from evalsuite.config import RunConfig
 from evalsuite.errors import UserError
 from evalsuite.records import RunRecord
 
-from .base import failed_result, journal, run_unit_in_worker
+from evalsuite.persist import journal
+
+from .base import failed_result, run_unit_in_worker
 from .grouping import plan
 
 
