@@ -122,6 +122,8 @@ def enforce(fig) -> list[str]:
     for ax in fig.axes:
         for axis in _narrow_log_axes(ax):
             getattr(ax, f"set_{axis}scale")("linear")
+            label = getattr(ax, f"get_{axis}label")()
+            getattr(ax, f"set_{axis}label")(label.replace(" (log scale)", ""))  # the label no longer says log
     left = violations(fig)
     for problem in left:
         title = next((ax.get_title() for ax in fig.axes if ax.get_title()), "untitled")
