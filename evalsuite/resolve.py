@@ -125,17 +125,28 @@ def _resolve_model(model: str, options: dict, task: TaskSpec) -> ModelSpec:
     return spec
 
 
-def _check_resources(task: TaskSpec, model: ModelSpec, train: TrainConfig, n_params: int) -> None:
-    """Refuse a run whose data, model and activations do not fit in memory, or whose budget is a typo."""
+def _sizes(task: TaskSpec, model: ModelSpec, train: TrainConfig, n_params: int) -> tuple[list, int]:
+    """``(data sets, model bytes)`` of a run, as ``resources.check_memory`` reads them."""
     m = model.base
     longest_train = max(t.seq_len for t in task.train_tasks)
     sizes = ([(t, train.num_train + train.num_val + train.num_test) for t in task.train_tasks]
              + list(zip([t for t, _ in task.evals], task.eval_sizes(train.num_test))))
+    return sizes, max(resources.training_bytes(n_params, train.batch_size, longest_train, m.d_model, m.n_layers, m.n_heads),
+                      resources.evaluation_bytes(n_params, max(t.seq_len for t in task.tasks), m.d_model, m.n_layers))
+
+
+def estimated_bytes(config: RunConfig) -> int:
+    """The memory one run of ``config`` takes, as the check before it runs estimates it."""
+    n_params = sum(p.numel() for p in config.model.build(config.task.vocab_size).parameters())
+    sizes, model_bytes = _sizes(config.task, config.model, config.train, n_params)
+    return resources.data_bytes(sizes) + model_bytes
+
+
+def _check_resources(task: TaskSpec, model: ModelSpec, train: TrainConfig, n_params: int) -> None:
+    """Refuse a run whose data, model and activations do not fit in memory, or whose budget is a typo."""
+    sizes, model_bytes = _sizes(task, model, train, n_params)
     resources.check_memory(sizes, what="sizes (train.num_*, task.seq_len, model.d_model, model.n_layers, train.batch_size)",
-                           model_bytes=max(resources.training_bytes(n_params, train.batch_size, longest_train, m.d_model,
-                                                                    m.n_layers, m.n_heads),
-                                           resources.evaluation_bytes(n_params, max(t.seq_len for t in task.tasks),
-                                                                      m.d_model, m.n_layers)))
+                           model_bytes=model_bytes)
     resources.check_steps(train.epochs, train.num_train, train.batch_size)
 
 

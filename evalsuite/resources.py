@@ -46,10 +46,29 @@ def evaluation_bytes(n_params: int, seq_len: int, d_model: int, n_layers: int) -
     return 2 * 4 * n_params + tokens * n_layers * 32 * d_model * 4
 
 
+def data_bytes(sets: list[tuple[Any, int]]) -> int:
+    """Inputs, targets and masks of ``(task, examples)`` sets: three int64 per token."""
+    return sum(3 * 8 * int(n) * t.seq_len for t, n in sets)
+
+
+def check_workers(workers: int, per_run: int) -> None:
+    """``UserError`` when ``workers`` runs of ``per_run`` bytes each cannot fit in the memory available."""
+    from evalsuite.errors import UserError
+
+    have = available_memory()
+    if workers <= 1 or workers * per_run <= have or os.environ.get(MEMORY_CHECK_ENV) == "off":
+        return
+    gib = 2**30
+    fit = max(1, have // max(per_run, 1))
+    raise UserError(f"--workers {workers}: the largest run needs about {per_run / gib:,.1f} GiB, so {workers} at once "
+                    f"about {workers * per_run / gib:,.1f} GiB, but {have / gib:,.1f} GiB is available; use at most {fit} "
+                    f"(or set {MEMORY_CHECK_ENV}=off to try anyway)")
+
+
 def check_memory(sets: list[tuple[Any, int]], *, what: str, model_bytes: int = 0) -> None:
     """Refuse (``ConfigError``, with the figures) data plus model that cannot fit in memory.
     ``sets``: ``(task, examples)``; each example takes inputs and targets of ``seq_len`` int64."""
-    data = sum(3 * 8 * int(n) * t.seq_len for t, n in sets)
+    data = data_bytes(sets)
     gib = 2**30
     examples = sum(int(n) for _, n in sets)
     detail = f"{data / gib:,.1f} GiB for {examples:,} examples of length {max(t.seq_len for t, _ in sets):,}"

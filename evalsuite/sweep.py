@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import math
 import os
 import time
@@ -228,6 +229,8 @@ def run_points(points: list[Point], *, name: str, spec: dict, store: Store, exec
 
     runner = get_executor(executor, workers=workers, device=device, address=address, threads=threads,
                           group=group)  # refuse bad options first
+    if executor == "local" and getattr(runner, "workers", 1) > 1:
+        _check_workers(points, runner.workers)
     sid = sid or sweep_id(points)
     store.add_sweep(sid, name, spec, [p.run_id for p in points])
     recovered = ingest_incoming(store)
@@ -275,6 +278,20 @@ def run_points(points: list[Point], *, name: str, spec: dict, store: Store, exec
         store.interrupt(left, "not started: the segment ended (--segment-minutes); the next invocation runs it")
         echo(f"sweep {name}: the segment is over; {len(left)} runs left for the next invocation")
     return {"sweep_id": sid, "points": len(points), "ran": len(finished), "failed": failed, "left": len(left)}
+
+
+def _check_workers(points: list[Point], workers: int) -> None:
+    """Refuse more local workers than the memory holds, from the largest point's estimate (rates
+    and seeds do not change the memory a run takes, so each other configuration is built once)."""
+    from evalsuite import resources
+    from evalsuite.resolve import estimated_bytes
+
+    distinct: dict[str, RunConfig] = {}
+    for p in points:
+        c = p.config.as_dict()
+        key = {**{k: v for k, v in c.items() if k != "seed"}, "train": {k: v for k, v in c["train"].items() if k != "lr"}}
+        distinct.setdefault(json.dumps(key, sort_keys=True, default=str), p.config)
+    resources.check_workers(min(workers, len(points)), max(map(estimated_bytes, distinct.values())))
 
 
 class Progress:

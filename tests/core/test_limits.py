@@ -42,3 +42,21 @@ def test_an_unreachable_ray_address_is_refused_before_anything_is_claimed(tmp_pa
     res = invoke("sweep", spec, "--executor", "ray", "--address", f"127.0.0.1:{port}", "--store", tmp_path / "s.db")
     assert_refused(res, "--address", "cannot reach")
     assert not (tmp_path / "s.db").exists()
+
+
+def test_local_workers_are_bounded_by_the_memory_the_largest_run_needs(tmp_path, monkeypatch):
+    from evalsuite import resources
+    from evalsuite import sweep as sweeps
+    from evalsuite.errors import UserError
+    from evalsuite.store import Store
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text("base: {task: recall, model: softmax, preset: tiny}\nseeds: [0, 1]\n")
+    points = sweeps.expand(sweeps.load_spec(spec))
+    from evalsuite.resolve import estimated_bytes
+
+    need = estimated_bytes(points[0].config)
+    monkeypatch.setattr(resources, "available_memory", lambda: int(1.5 * need))  # room for one run, not two
+    with pytest.raises(UserError, match=r"--workers 2: the largest run needs about .* use at most 1"):
+        sweeps.run_points(points, name="m", spec={}, store=Store(tmp_path / "s.db"), workers=2, echo=lambda *_: None)
+    assert not (tmp_path / "s.db").exists()  # refused before anything was written
