@@ -7,6 +7,8 @@ may run on a machine that does not share the store's folder); the driver leaves 
 ``incoming/`` journal (an absolute path), then records it."""
 from __future__ import annotations
 
+import logging
+import sys
 from pathlib import Path
 from typing import Iterator
 
@@ -56,11 +58,17 @@ class RayExecutor:
 
         started_here = not ray.is_initialized()
         if started_here:
+            # Ray's own messages (a node lost, a worker restarted) go to its log files, not the sweep's
+            # output; where they are is said once
+            quiet = dict(log_to_driver=False, logging_level=logging.ERROR)
             if self.address:
-                ray.init(address=self.address, log_to_driver=False)
+                context = ray.init(address=self.address, **quiet)
             else:
-                ray.init(num_cpus=self.workers * self.threads if self.workers else None, include_dashboard=False,
-                         log_to_driver=False)
+                context = ray.init(num_cpus=self.workers * self.threads if self.workers else None, include_dashboard=False,
+                                   **quiet)
+            session = (getattr(context, "address_info", None) or {}).get("session_dir")
+            if session:
+                print(f"ray: its own logs are in {session}/logs", file=sys.stderr)
         try:
             gpus = ray.cluster_resources().get("GPU", 0) if self.device != "cpu" else 0
             task = ray.remote(num_cpus=self.threads, num_gpus=self.gpu_fraction if gpus else 0)(run_unit_in_worker)
