@@ -10,7 +10,6 @@ from typing import Iterator, Protocol
 
 from evalsuite.config import RunConfig
 from evalsuite.files import atomic_write, write_text
-from evalsuite.persist import incoming_dir, read_result  # noqa: F401 - re-exported for executors
 from evalsuite.records import RunRecord, Status
 
 
@@ -26,7 +25,7 @@ def failed_result(config: RunConfig, error: str) -> RunRecord:
 def run_unit_in_worker(configs: list[RunConfig], device: str, threads: int | None, incoming: str | None,
                        decide: bool = False) -> list[RunRecord]:
     """Run one configuration, or a group of them (``pipeline.run_unit``), in this (worker) process;
-    never raises for a failed run. The driver persists the records (``pipeline.persist``). With
+    never raises for a failed run. The driver persists the records (``persist.persist``). With
     ``incoming`` (a folder on the driver's machine: the local executor), each record and its
     weights are also left there as files, the crash journal; without it (Ray, whose workers may
     run on other machines), ``weights_of(record)`` holds the weights as bytes that travel back with
