@@ -81,19 +81,23 @@ def probes(knees, ran_out=(), max_steps=4000, seeds=(0, 1), grid=CPU_PAIRS):
 
 
 def linear_width(d32, d64, d128, d64_few, soft=1.0, soft_few=1.0, **kw):
-    return (cell("linear", d32, d_model=32, **kw) + cell("linear", d64, **kw) + cell("linear", d128, d_model=128, **kw)
-            + cell("linear", d64_few, pairs=4) + cell("softmax", soft) + cell("softmax", soft_few, pairs=4))
+    """The CPU scale: elu+1's query/key size d_model / 8 (4, 8, 16)."""
+    return (cell("linear", d32, d_model=32, feature_dim=4, **kw) + cell("linear", d64, feature_dim=8, **kw)
+            + cell("linear", d128, d_model=128, feature_dim=16, **kw)
+            + cell("linear", d64_few, pairs=4, feature_dim=8) + cell("softmax", soft) + cell("softmax", soft_few, pairs=4))
 
 
 def delta(d32, l32, d64, l64, soft=1.0, **kw):
-    return (cell("delta", d32, d_model=32, state=7900, long=True) + cell("linear", l32, d_model=32, state=8000, **kw)
-            + cell("delta", d64, state=7900, long=True) + cell("linear", l64, state=8000, **kw)
+    fd = {"feature_dim": 8}  # the CPU scale's d'
+    return (cell("delta", d32, d_model=32, state=7900, long=True, **fd) + cell("linear", l32, d_model=32, state=8000, **fd, **kw)
+            + cell("delta", d64, state=7900, long=True, **fd) + cell("linear", l64, state=8000, **fd, **kw)
             + cell("softmax", soft, state=16000))
 
 
 def hybrid(soft, lin, sl, ls, **kw):
-    return (cell("softmax", soft) + cell("linear", lin, **kw) + cell("hybrid", sl, pattern="SL")
-            + cell("hybrid", ls, pattern="LS"))
+    layers = {"layer_options": {"linear": {"feature_dim": 8}}}  # the CPU scale's d' in every elu+1 layer
+    return (cell("softmax", soft) + cell("linear", lin, feature_dim=8, **kw) + cell("hybrid", sl, pattern="SL", **layers)
+            + cell("hybrid", ls, pattern="LS", **layers))
 
 
 def two(task, soft, lin, **kw):
@@ -134,11 +138,11 @@ def frontier_runs(unsettled=(), **families):
     at one rate and one seed only)."""
     world = {
         "softmax": [(1.0, 8000)],
-        "delta": [(0.95, 600), (0.99, 2200)],
-        "elu+1": [(0.5, 700), (0.93, 2300)],
-        "GLA": [(0.6, 600), (0.92, 2200)],
-        "Mamba-2 gate": [(0.4, 600), (0.91, 2200)],
-        "RetNet": [(0.3, 600), (0.85, 2200)],
+        "delta": [(0.95, 600), (0.99, 1400), (0.99, 2200)],  # d' 4, 8, 16 at width 64
+        "elu+1": [(0.5, 700), (0.7, 1500), (0.93, 2300)],
+        "GLA": [(0.6, 600), (0.8, 1400), (0.92, 2200)],
+        "Mamba-2 gate": [(0.4, 600), (0.7, 1400), (0.91, 2200)],
+        "RetNet": [(0.3, 600), (0.6, 1400), (0.85, 2200)],
         "sliding window": [(0.3, 1024), (0.5, 2048), (0.95, 4096)],
         "Based": [(0.93, 1500), (0.97, 2600)],
         "Taylor linear": [(0.6, 1400), (0.8, 2500)],
@@ -146,6 +150,7 @@ def frontier_runs(unsettled=(), **families):
     }
     runs = []
     for fam in frontier.families("cpu"):
+        assert len(world[fam.label]) == len(fam.values), fam.label
         for value, (acc, state) in zip(fam.values, world[fam.label]):
             opts = {k.split(".", 1)[1]: v for k, v in {**fam.fixed, fam.axis: value}.items() if k != "model"}
             d_model = opts.pop("d_model")
@@ -159,8 +164,8 @@ CHANCE = 1 / 16
 FRONTIER_AT_CHANCE = frontier_runs(**{f.label: [(CHANCE, 1000 * (i + 1)) for i in range(len(f.values))]
                                       for f in frontier.families("cpu")})
 CASES.update({
-    "frontier-delta": (frontier_runs(), frontier_runs(GLA=[(0.95, 500), (0.99, 2200)]),
-                       frontier_runs(unsettled=("delta",), delta=[(0.5, 600), (0.7, 2200)]), FRONTIER_AT_CHANCE),
+    "frontier-delta": (frontier_runs(), frontier_runs(GLA=[(0.95, 500), (0.99, 1400), (0.99, 2200)]),
+                       frontier_runs(unsettled=("delta",), delta=[(0.5, 600), (0.6, 1400), (0.7, 2200)]), FRONTIER_AT_CHANCE),
     "frontier-swa": (frontier_runs(), frontier_runs(**{"sliding window": [(0.95, 1024), (0.97, 2048), (0.99, 4096)]}),
                      frontier_runs(**{"sliding window": [(0.3, 1024), (0.5, 2048), (0.95, 1500)]}), FRONTIER_AT_CHANCE),
     "frontier-based": (frontier_runs(), frontier_runs(**{"Taylor linear": [(0.99, 1400), (0.99, 2500)]}),
@@ -181,10 +186,11 @@ def retask(runs, tag, task=None, model=None, metrics=None):
 
 
 def jrt(lin1, lin2, d1, d2, s1=1.0, s2=1.0, **kw):
-    def two_settings(model, width, one, two):
-        return (cell(model, one, d_model=width, seq_len=96, **kw)
-                + retask(cell(model, two, d_model=width, seq_len=96, **kw), "P2", task={"num_passes": 2}))
-    return two_settings("linear", 16, lin1, lin2) + two_settings("delta", 16, d1, d2) + two_settings("softmax", 32, s1, s2)
+    def two_settings(model, one, two, **more):
+        return (cell(model, one, d_model=64, seq_len=96, **more, **kw)
+                + retask(cell(model, two, d_model=64, seq_len=96, **more, **kw), "P2", task={"num_passes": 2}))
+    return (two_settings("linear", lin1, lin2, feature_dim=8) + two_settings("delta", d1, d2, feature_dim=8)
+            + two_settings("softmax", s1, s2))
 
 
 def parity(neg, pos, lin, **kw):

@@ -116,4 +116,22 @@ def test_frontier_sweep_file_is_the_experiments_sweep(repo_root):
     """examples/sweeps/frontier-cpu.yaml runs exactly what `reproduce frontier` runs first."""
     in_file = {p.run_id for p in sweeps.expand(sweeps.load_spec(repo_root / "examples/sweeps/frontier-cpu.yaml"))}
     assert in_file == {p.run_id for p in sweeps.expand(rep.get("frontier-delta").spec("cpu"))}
-    assert len(in_file) == 54
+    assert len(in_file) == 69
+
+
+@pytest.mark.parametrize("scale", rep.SCALES)
+def test_every_cell_a_verdict_reads_is_one_its_sweep_trains(scale, monkeypatch):
+    """A dry run of each experiment's sweep: records made from its expanded points (each as if
+    trained) fill every cell its verdict reads, so a setting changed in the spec but not in the
+    cells (or the other way round) fails here, not hours into a reproduction."""
+    monkeypatch.setenv("EVALSUITE_MEMORY_CHECK", "off")
+    for exp in rep.all_experiments():
+        spec = exp.spec(scale)
+        if spec is None or exp.cells is None:
+            continue
+        runs = [RunRecord(run_id=p.run_id, config=p.config.as_dict(), status="done",
+                          metrics={"accuracy": 0.5, "val_accuracy": 0.5, "floor": 0.1, "state_size": 1000})
+                for p in sweeps.expand(spec)]
+        cells = exp.cells(runs, exp.params[scale])
+        empty = [c.label for c in cells if not c.present]
+        assert cells and not empty, f"{exp.name} ({scale}): no run of its sweep fills {empty}"

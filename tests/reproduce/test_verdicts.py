@@ -173,7 +173,7 @@ def test_a_shortfall_that_4x_the_budget_closes_is_contradicted():
     runs = linear_width(0.07, 0.38, 0.99, 0.99)
     runs = [r for r in runs if not (r.config["model"]["d_model"] == 64 and r.config["task"]["num_kv_pairs"] == 16
                                     and r.config["model"]["name"] == "linear")]
-    runs += cell("linear", 0.38, gain=0.6)
+    runs += cell("linear", 0.38, gain=0.6, feature_dim=8)
     v = judge("linear-width", runs)
     assert v.status is Outcome.NOT_REPRODUCED and "falls short of softmax" in v.why
     h = judge("hybrid-recovery", hybrid(1.0, 0.38, 0.99, 0.1, gain=0.6))
