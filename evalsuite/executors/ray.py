@@ -41,6 +41,33 @@ def reachable(address: str, timeout: float = REACH_TIMEOUT_S) -> None:
                         f"start the cluster (`ray start --head`) or check the address") from None
 
 
+def keep_errors_in(path: Path):
+    """Route what Ray's driver prints of cluster errors (a node lost, a task retried: tens of lines
+    each, on stdout, even with ``log_to_driver=False``) into ``path``, said once on stderr; returns
+    the function that undoes it. Ray has no switch for this: its error listener calls the module's
+    ``print_to_stdstream``, which is replaced while the sweep runs (left alone if Ray renames it)."""
+    from ray._private import worker
+
+    original = getattr(worker, "print_to_stdstream", None)
+    if original is None:
+        return lambda: None
+    said = []
+
+    def to_file(data, ignore_prefix=False, **_):
+        try:
+            with open(path, "a") as f:
+                f.write("".join(f"({data.get('pid')}) {line}\n" for line in data.get("lines", [])))
+        except OSError:
+            return original(data, ignore_prefix=ignore_prefix)
+        if not said:
+            said.append(True)
+            print(f"ray: the cluster reported a problem (a lost node's tasks are retried elsewhere); Ray's messages "
+                  f"are in {path}", file=sys.stderr)
+
+    worker.print_to_stdstream = to_file
+    return lambda: setattr(worker, "print_to_stdstream", original)
+
+
 class RayExecutor:
     def __init__(self, workers: int | None = None, device: str = "auto", address: str | None = None,
                  gpu_fraction: float = 0.25, threads: int | None = None, group: str = "auto"):
@@ -69,6 +96,7 @@ class RayExecutor:
             session = (getattr(context, "address_info", None) or {}).get("session_dir")
             if session:
                 print(f"ray: its own logs are in {session}/logs", file=sys.stderr)
+        restore = keep_errors_in(Path(incoming).resolve().parent / "ray-errors.log")
         try:
             gpus = ray.cluster_resources().get("GPU", 0) if self.device != "cpu" else 0
             task = ray.remote(num_cpus=self.threads, num_gpus=self.gpu_fraction if gpus else 0)(run_unit_in_worker)
@@ -92,5 +120,6 @@ class RayExecutor:
                             pass  # the record is still persisted; only the crash copy is missing
                         yield record
         finally:
+            restore()
             if started_here:
                 ray.shutdown()
