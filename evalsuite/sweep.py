@@ -248,6 +248,8 @@ def run_points(points: list[Point], *, name: str, spec: dict, store: Store, exec
     if deadline is not None and time.monotonic() >= deadline:
         echo(f"sweep {name}: the segment is over; {len(todo)} runs left for the next invocation")
         return {"sweep_id": sid, "points": len(points), "ran": 0, "failed": 0, "left": len(todo)}
+    if hasattr(runner, "connect"):
+        runner.connect()  # a cluster is joined before any point is claimed: nothing left running if it fails
     claims = store.claim({p.run_id: p.config.as_dict() for p in todo}, redo_done=False)
     if claims["held"] or claims["done"]:  # another driver took them between the status read and now
         echo(f"sweep {name}: {len(claims['held'])} runs were claimed by another live process and "

@@ -71,31 +71,58 @@ def keep_errors_in(path: Path):
 class RayExecutor:
     def __init__(self, workers: int | None = None, device: str = "auto", address: str | None = None,
                  gpu_fraction: float = 0.25, threads: int | None = None, group: str = "auto"):
-        try:
-            import ray  # noqa: F401
-        except ImportError:
-            raise UserError("--executor ray needs Ray: pip install 'evalsuite[ray]'") from None
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            raise UserError("--executor ray needs Ray: pip install 'evalsuite[ray]'")
         if address and address != "auto":
             reachable(address)
         self.workers, self.device, self.address, self.gpu_fraction = workers, device, address, gpu_fraction
         self.threads, self.group = threads or 1, group
+        self.started_here = False
+
+    def connect(self) -> None:
+        """Join the cluster (or start a local instance) before any point is claimed, so a signal or
+        an error while connecting leaves nothing ``running``. ``ray.init`` blocks in native code
+        for half a minute when the address answers but is not Ray; it runs in a thread while this
+        one waits in short steps, so SIGTERM and Ctrl-C still end the command at once."""
+        import threading
+
+        import ray
+
+        if ray.is_initialized():
+            return
+        quiet = dict(log_to_driver=False, logging_level=logging.ERROR)
+        outcome: dict = {}
+
+        def init():
+            try:
+                if self.address:
+                    outcome["context"] = ray.init(address=self.address, **quiet)
+                else:
+                    outcome["context"] = ray.init(num_cpus=self.workers * self.threads if self.workers else None,
+                                                  include_dashboard=False, **quiet)
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+                outcome["error"] = exc
+
+        thread = threading.Thread(target=init, name="evalsuite-ray-connect", daemon=True)
+        thread.start()
+        while thread.is_alive():
+            thread.join(0.1)  # signals are handled here, between waits
+        if "error" in outcome:
+            exc = outcome["error"]
+            where = f"--address {self.address}" if self.address else "a local Ray instance"
+            raise UserError(f"{where}: Ray could not connect ({type(exc).__name__}: {str(exc).splitlines()[0][:300]})") \
+                from None
+        self.started_here = True
+        session = (getattr(outcome["context"], "address_info", None) or {}).get("session_dir")
+        if session:
+            print(f"ray: its own logs are in {session}/logs", file=sys.stderr)
 
     def run(self, configs: list[RunConfig], incoming: Path) -> Iterator[RunRecord]:
         import ray
 
-        started_here = not ray.is_initialized()
-        if started_here:
-            # Ray's own messages (a node lost, a worker restarted) go to its log files, not the sweep's
-            # output; where they are is said once
-            quiet = dict(log_to_driver=False, logging_level=logging.ERROR)
-            if self.address:
-                context = ray.init(address=self.address, **quiet)
-            else:
-                context = ray.init(num_cpus=self.workers * self.threads if self.workers else None, include_dashboard=False,
-                                   **quiet)
-            session = (getattr(context, "address_info", None) or {}).get("session_dir")
-            if session:
-                print(f"ray: its own logs are in {session}/logs", file=sys.stderr)
+        self.connect()  # the sweep connects before it claims; a direct caller connects here
         restore = keep_errors_in(Path(incoming).resolve().parent / "ray-errors.log")
         try:
             gpus = ray.cluster_resources().get("GPU", 0) if self.device != "cpu" else 0
@@ -121,5 +148,6 @@ class RayExecutor:
                         yield record
         finally:
             restore()
-            if started_here:
+            if self.started_here:
                 ray.shutdown()
+                self.started_here = False

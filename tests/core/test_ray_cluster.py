@@ -134,3 +134,43 @@ def test_a_two_node_cluster_with_a_node_killed_mid_sweep(tmp_path):
     assert "raylet" not in out and len(out.splitlines()) < 20, out  # Ray's own messages stay out of it,
     errors = project / "results" / "ray-errors.log"                  # in the file the one line names
     assert f"Ray's messages are in {errors}" in out and "dead" in errors.read_text(), out
+
+
+@pytest.mark.slow
+def test_sigterm_while_joining_a_cluster_ends_at_once_and_claims_nothing(tmp_path):
+    """An address that accepts connections but is not Ray: ``ray.init`` would block for about half
+    a minute in native code. The sweep joins before it claims and waits for Ray in short steps, so
+    SIGTERM ends it within seconds and no point is left ``running`` (it used to take 35 s and leave
+    every point running)."""
+    import sqlite3
+    import threading
+
+    pytest.importorskip("ray", reason="install the ray extra (make test does)")
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    accepted = []
+    threading.Thread(target=lambda: [accepted.append(server.accept()) for _ in range(16)], daemon=True).start()
+    (tmp_path / "spec.yaml").write_text("base: {task: recall, model: linear, preset: tiny}\nseeds: [0, 1]\n")
+    driver = subprocess.Popen([sys.executable, "-m", "evalsuite.cli", "sweep", "spec.yaml", "--executor", "ray",
+                               "--address", f"127.0.0.1:{server.getsockname()[1]}", "--store", "s.db", "--no-report"],
+                              cwd=tmp_path, env={**os.environ, "RAY_AUTH_MODE": "disabled"}, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    try:
+        first = driver.stdout.readline()  # "sweep spec (...): 2 runs; 0 done, 2 to run": now joining
+        assert "2 to run" in first, first
+        time.sleep(1.0)
+        sent = time.monotonic()
+        driver.send_signal(signal.SIGTERM)
+        out, _ = driver.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+        server.close()
+    assert driver.returncode == 130 and "interrupted by SIGTERM" in out, first + out
+    assert took < 10, f"{took:.1f} s"
+    running = sqlite3.connect(tmp_path / "s.db").execute(
+        "SELECT COUNT(*) FROM sqlite_master WHERE name = 'runs'").fetchone()[0] and sqlite3.connect(
+        tmp_path / "s.db").execute("SELECT COUNT(*) FROM runs WHERE status = 'running'").fetchone()[0]
+    assert not running
