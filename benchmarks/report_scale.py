@@ -2,7 +2,7 @@
 each, recall at four D, several models, rates and seeds) written to a fresh store, then
 `report --compact` and the full report timed, with their sizes. Prints figures; asserts nothing.
 
-    OMP_NUM_THREADS=1 python benchmarks/report_scale.py --runs 2000 [--full-runs 200]
+    OMP_NUM_THREADS=1 python benchmarks/report_scale.py --runs 2000 [--full-runs 2000]
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def records(n: int):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=2000)
-    parser.add_argument("--full-runs", type=int, default=200, help="runs in the timed full (non-compact) report")
+    parser.add_argument("--full-runs", type=int, default=2000, help="runs in the timed full (non-compact) report")
     args = parser.parse_args()
 
     from evalsuite.reports import builder

@@ -20,7 +20,7 @@ from evalsuite import files, selection
 from evalsuite.labels import model_label
 from evalsuite.models import key_features
 from evalsuite.models.state import zoology_units
-from evalsuite.records import METRICS, RunRecord, Verdict, convergence_note, floor_of
+from evalsuite.records import METRICS, TARGET_ACCURACY, RunRecord, Verdict, convergence_note, floor_of
 
 from . import plots
 from .index import shown_verdicts
@@ -192,15 +192,19 @@ def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes
     # a long one shows its progress on a terminal
     from tqdm.auto import tqdm
 
-    views = [_view(r, compact=compact) for r in tqdm(runs, desc="report: runs", unit="run", leave=False,
-                                                       disable=None if len(runs) >= PROGRESS_ABOVE and not compact else True)]
+    inline = not compact and len(runs) <= INLINE_CURVES_MAX
+    views = [_view(r, compact=compact, image=inline) for r in tqdm(runs, desc="report: runs", unit="run", leave=False,
+                                                                     disable=None if len(runs) >= PROGRESS_ABOVE and inline
+                                                                     else True)]
+    curves = {} if compact or inline else {r.run_id: c for r in runs if (c := curve_points(r))}
     raw = _clean([r.model_dump(mode="json", exclude={"history"}) for r in runs])
     if compact:
         raw = [{**r, "metrics": _verdict_metrics(r["metrics"])} for r in raw]
     data = ReportData(runs, summary, slices, probes, list(verdicts or []))
     built = [(section, section.build(data, plot_format)) for section in sections()]
     context = dict(
-        title=title, runs=views, summary=summary,
+        title=title, runs=views, summary=summary, target=TARGET_ACCURACY,
+        curves_json=_json_for_script(curves) if curves else None,
         failed=[v for v in views if v["status"] != "done"],
         sections=[{"id": s.id, "title": s.title, "template": s.template, "data": d, "leads": s.leads} for s, d in built if d],
         raw_json=_json_for_script({"runs": raw, "probes": None if probes is None else _clean(probes.to_dict("records")),
@@ -210,11 +214,28 @@ def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes
 
 
 PROGRESS_ABOVE = 100  # runs in a full report before its rendering shows progress
+# A full report draws each run's curve as an image (about 0.3 s a run) up to this many runs; above
+# it, each run's validation curve travels as numbers (at most CURVE_POINTS) and the page draws it
+# when the reader opens that run's row: a 2,000-run report is not 2,000 images nobody opens.
+INLINE_CURVES_MAX = 100
+CURVE_POINTS = 120
 
 
-def _view(r: RunRecord, compact: bool = False) -> dict:
+def curve_points(r: RunRecord) -> dict | None:
+    """A run's validation-accuracy curve, thinned to at most CURVE_POINTS (the last point kept), and
+    its floor: what the page draws when its row is opened."""
+    pts = [(h["step"], h["val_accuracy"]) for h in r.history or [] if h.get("val_accuracy") is not None]
+    if not pts:
+        return None
+    every = max(1, math.ceil(len(pts) / CURVE_POINTS))
+    kept = pts[::every] + ([pts[-1]] if (len(pts) - 1) % every else [])
+    return {"step": [p[0] for p in kept], "val": [round(p[1], 4) for p in kept], "floor": floor_of(r.metrics)}
+
+
+def _view(r: RunRecord, compact: bool = False, image: bool = True) -> dict:
     view = {**r.model_dump(exclude={"history"}), "status": r.status.value, "label": model_label(r.config),
-            "curve": None if compact else plots.training_curves(r.history, floor_of(r.metrics), fmt="png"),  # small, many of them
+            "curve": plots.training_curves(r.history, floor_of(r.metrics), fmt="png") if image and not compact
+            else None,  # small, many of them
             # escaped as text (quotes need no escaping inside <pre>; &#34; would double the size)
             "config_json": Markup(html.escape(json.dumps(r.config, indent=None if compact else 2, sort_keys=True),
                                               quote=False)),

@@ -205,3 +205,28 @@ def test_compact_report_keeps_each_run_and_what_verdicts_read_but_not_curves_or_
     assert all("accuracy" in r["metrics"] and "slices" not in r["metrics"]
                and set(r["metrics"].get("analysis", {})) <= set(builder.VERDICT_ANALYSES) for r in done)
     assert any(r["metrics"].get("analysis") for r in done)
+
+
+def test_a_large_full_report_draws_each_runs_curve_when_its_row_is_opened():
+    """Above INLINE_CURVES_MAX runs a full report embeds no curve images: each run's validation
+    curve travels as numbers (thinned to CURVE_POINTS, the last kept, with its floor) and the page
+    draws it when the row is opened; at or below it, the images stay."""
+    from evalsuite.records import RunRecord
+    from evalsuite.reports import builder
+
+    def run(i, points=300):
+        history = [{"step": 10 * (k + 1), "val_accuracy": k / (points - 1)} for k in range(points)]
+        return RunRecord(run_id=f"r{i:04d}", config={"task": {"name": "recall", "num_kv_pairs": 8},
+                                                    "model": {"name": "linear", "d_model": 64, "n_layers": 2, "i": i}, "train": {"lr": 1e-3, "epochs": 1.0},
+                                                    "seed": 0},
+                         status="done", metrics={"accuracy": 0.5, "floor": 0.125}, history=history)
+
+    many = builder.render([run(i) for i in range(builder.INLINE_CURVES_MAX + 1)], compact=False)
+    assert 'alt="training curves of' not in many and many.count('<div class="curve" data-run=') == builder.INLINE_CURVES_MAX + 1
+    start = many.index('id="evalsuite-curves">') + len('id="evalsuite-curves">')
+    curves = json.loads(many[start:many.index("</script>", start)])
+    c = curves["r0007"]
+    assert len(c["step"]) <= builder.CURVE_POINTS + 1 and c["step"][-1] == 3000 and c["val"][-1] == 1.0
+    assert c["floor"] == 0.125 and c["step"] == sorted(c["step"])
+    few = builder.render([run(i) for i in range(3)], compact=False)
+    assert few.count('alt="training curves of') == 3 and "evalsuite-curves" not in few.split("<script>")[0]
