@@ -98,6 +98,11 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], None]) ->
             os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the file the usual mode
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if exc.filename is None:  # a full disk or a failed flush names no file: name the one being written
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+        raise
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

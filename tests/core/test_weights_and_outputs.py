@@ -115,3 +115,44 @@ def test_a_run_the_store_cannot_take_is_kept_in_the_journal_and_recorded_next_ti
     again = run_one(cfg, device="cpu", store=store)  # recovered from the journal, not retrained
     assert again.ok and again.cached and store.weights_path(cfg.run_id).exists()
     assert not any(incoming.iterdir())
+
+
+def test_a_write_that_fails_without_a_file_name_is_named_and_leaves_nothing(tmp_path):
+    """A full disk fails the write or the flush with an OSError that names no file ("No space left
+    on device"); the error a user sees names the output, and no temporary file is left beside it."""
+    import errno
+
+    from evalsuite import files
+    from evalsuite.cli.common import os_message
+
+    def full(f):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    target = tmp_path / "report.html"
+    with pytest.raises(OSError) as caught:
+        files.atomic_write(target, full)
+    assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(target)
+    assert os_message(caught.value) == f"No space left on device: {target}"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_store_error_names_the_store(tmp_path, monkeypatch):
+    import sqlite3
+
+    from click.testing import CliRunner
+
+    from evalsuite.cli import main
+    from evalsuite.store import Store
+
+    from evalsuite.records import RunRecord
+
+    path = tmp_path / "s.db"
+    Store(path).finish(RunRecord(run_id="r1", config={"task": {"name": "recall"}, "model": {"name": "linear"}, "seed": 0},
+                                 status="done", metrics={}))
+
+    def full(self, *a, **k):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(Store, "runs", full)
+    res = CliRunner().invoke(main, ["runs", "--store", str(path)])
+    assert res.exit_code == 2 and f"the results store ({path}) cannot be used: database or disk is full" in res.output
