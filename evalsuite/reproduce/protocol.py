@@ -13,6 +13,12 @@ CPU_BASE = {"task": "recall", "model": "softmax", "preset": "default"}
 # cells that do not learn are rerun at 4x (7,500 steps) by the escalation.
 CPU_SET = {"train.epochs": 3}
 PAPER_BASE = {"task": "recall", "model": "softmax", "preset": "zoology"}
+# The CPU scale's d' (query/key size per head, ``model.feature_dim``, at a trainable width) where a
+# finding rests on a fixed state falling short (issue 26): D = 16 pairs = 4 d'. Twice d' is not
+# enough in this backbone: in the capacity-law store elu+1 at d' = 8 and D = 16 reached 0.71 to 0.81
+# at the base budget but 0.976 at 4x it (+0.18 to +0.23 on each of three seeds), a shortfall of
+# budget, not of state. Whether D = 4 d' holds is what each experiment's own 4x reruns say.
+CPU_FEATURE_DIM = 4
 
 
 def lrs(rates: list[float]) -> dict:

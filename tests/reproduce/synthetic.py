@@ -6,6 +6,7 @@ import pandas as pd
 from evalsuite import reproduce as rep
 from evalsuite.records import RunRecord
 from evalsuite.reproduce import frontier
+from evalsuite.reproduce.protocol import CPU_FEATURE_DIM
 
 LRS = (0.001, 0.003, 0.01)
 BEST = 0.003
@@ -81,22 +82,23 @@ def probes(knees, ran_out=(), max_steps=4000, seeds=(0, 1), grid=CPU_PAIRS):
 
 
 def linear_width(d32, d64, d128, d64_few, soft=1.0, soft_few=1.0, **kw):
-    """The CPU scale: elu+1's query/key size d_model / 8 (4, 8, 16)."""
-    return (cell("linear", d32, d_model=32, feature_dim=4, **kw) + cell("linear", d64, feature_dim=8, **kw)
-            + cell("linear", d128, d_model=128, feature_dim=16, **kw)
-            + cell("linear", d64_few, pairs=4, feature_dim=8) + cell("softmax", soft) + cell("softmax", soft_few, pairs=4))
+    """The CPU scale: elu+1's query/key size d_model / 16 (2, 4, 8)."""
+    fd = CPU_FEATURE_DIM
+    return (cell("linear", d32, d_model=32, feature_dim=fd // 2, **kw) + cell("linear", d64, feature_dim=fd, **kw)
+            + cell("linear", d128, d_model=128, feature_dim=2 * fd, **kw)
+            + cell("linear", d64_few, pairs=4, feature_dim=fd) + cell("softmax", soft) + cell("softmax", soft_few, pairs=4))
 
 
 def delta(d32, l32, d64, l64, soft=1.0, **kw):
-    fd = {"feature_dim": 8}  # the CPU scale's d'
+    fd = {"feature_dim": CPU_FEATURE_DIM}  # the CPU scale's d'
     return (cell("delta", d32, d_model=32, state=7900, long=True, **fd) + cell("linear", l32, d_model=32, state=8000, **fd, **kw)
             + cell("delta", d64, state=7900, long=True, **fd) + cell("linear", l64, state=8000, **fd, **kw)
             + cell("softmax", soft, state=16000))
 
 
 def hybrid(soft, lin, sl, ls, **kw):
-    layers = {"layer_options": {"linear": {"feature_dim": 8}}}  # the CPU scale's d' in every elu+1 layer
-    return (cell("softmax", soft) + cell("linear", lin, feature_dim=8, **kw) + cell("hybrid", sl, pattern="SL", **layers)
+    layers = {"layer_options": {"linear": {"feature_dim": CPU_FEATURE_DIM}}}  # the CPU scale's d' in every elu+1 layer
+    return (cell("softmax", soft) + cell("linear", lin, feature_dim=CPU_FEATURE_DIM, **kw) + cell("hybrid", sl, pattern="SL", **layers)
             + cell("hybrid", ls, pattern="LS", **layers))
 
 
@@ -189,7 +191,8 @@ def jrt(lin1, lin2, d1, d2, s1=1.0, s2=1.0, **kw):
     def two_settings(model, one, two, **more):
         return (cell(model, one, d_model=64, seq_len=96, **more, **kw)
                 + retask(cell(model, two, d_model=64, seq_len=96, **more, **kw), "P2", task={"num_passes": 2}))
-    return (two_settings("linear", lin1, lin2, feature_dim=8) + two_settings("delta", d1, d2, feature_dim=8)
+    return (two_settings("linear", lin1, lin2, feature_dim=CPU_FEATURE_DIM)
+            + two_settings("delta", d1, d2, feature_dim=CPU_FEATURE_DIM)
             + two_settings("softmax", s1, s2))
 
 

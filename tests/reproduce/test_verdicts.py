@@ -169,11 +169,13 @@ def test_an_ordering_reversed_is_contradicted_only_when_both_figures_are_settled
 
 
 def test_a_shortfall_that_4x_the_budget_closes_is_contradicted():
+    from evalsuite.reproduce.protocol import CPU_FEATURE_DIM
+
     # elu+1 at d64, D=16 reaches softmax when given 4x the budget: it does not "fall short"
     runs = linear_width(0.07, 0.38, 0.99, 0.99)
     runs = [r for r in runs if not (r.config["model"]["d_model"] == 64 and r.config["task"]["num_kv_pairs"] == 16
                                     and r.config["model"]["name"] == "linear")]
-    runs += cell("linear", 0.38, gain=0.6, feature_dim=8)
+    runs += cell("linear", 0.38, gain=0.6, feature_dim=CPU_FEATURE_DIM)
     v = judge("linear-width", runs)
     assert v.status is Outcome.NOT_REPRODUCED and "falls short of softmax" in v.why
     h = judge("hybrid-recovery", hybrid(1.0, 0.38, 0.99, 0.1, gain=0.6))

@@ -3,19 +3,20 @@ width (docs/FINDINGS.md; DeltaNet, Yang et al. 2024; MAD in-context recall).
 
 CPU setting (issue 26): the state is the bottleneck. Before, both mixers had the head size as
 their query/key size (d' = 32 and 64) against D = 16 pairs: elu+1 had room for every pair, so a
-gap could only be a matter of budget. Now both have d' = 8 (``feature_dim``; the widths 32 and 64
-stay trainable, FINDINGS 16) at D = 16 = 2 d', equal states (8 x the head size per layer; elu+1
-also keeps its 8-float normaliser), where the capacity-law store shows elu+1 at 0.71 to 0.81
-(four seeds) and the delta rule at 0.99 (seed 0) after 5,000 steps. Paper scale: head-size
-query/key, as published."""
+gap could only be a matter of budget. Now both have d' = 4 (``feature_dim``; the widths 32 and 64
+stay trainable, FINDINGS 16) at D = 16 = 4 d', equal states (4 x the head size per layer; elu+1
+also keeps its 4-float normaliser): the capacity-law store shows D = 2 d' is not enough here (elu+1 at d' = 8, D = 16: 0.71 to 0.81 at
+the base budget, 0.976 at 4x it), so D = 4 d' (``protocol.CPU_FEATURE_DIM``); the experiment's own
+4x reruns say whether the shortfall holds. Paper scale: head-size query/key, as
+published."""
 from __future__ import annotations
 
 from evalsuite.reproduce.cells import MARGIN
 from evalsuite.reproduce.experiment import Experiment, register
-from evalsuite.reproduce.protocol import CPU_BASE, CPU_LRS, CPU_SET, PAPER_BASE, PAPER_LRS, flat, lrs, mqar
+from evalsuite.reproduce.protocol import CPU_BASE, CPU_FEATURE_DIM, CPU_LRS, CPU_SET, PAPER_BASE, PAPER_LRS, flat, lrs, mqar
 from evalsuite.reproduce.verdict import contradicted, higher, runnable, unsettled
 
-FEATURE_DIM = 8     # CPU scale: d' of both mixers (D = 16 = 2 d')
+FEATURE_DIM = CPU_FEATURE_DIM  # CPU scale: d' of both mixers (D = 16 = 4 d')
 EQUAL_STATE = 1.05  # the delta rule's state at most this factor of elu+1's
 
 

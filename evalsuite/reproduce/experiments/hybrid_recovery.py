@@ -4,20 +4,21 @@ pure linear fails (docs/FINDINGS.md; Zoology; DeltaNet hybrids; 3:1 production h
 CPU setting (issue 26): the state is the bottleneck. Before, the linear layers had the head size
 (64) as their query/key size against D = 16 pairs, so pure elu+1 had room for every pair and
 "where pure linear fails" was a matter of budget. Now every elu+1 layer, in the pure model and in
-the hybrids, has d' = 8 (``feature_dim``; width 64 stays trainable, FINDINGS 16) at D = 16 = 2 d',
-where the capacity-law store shows pure elu+1 at 0.71 to 0.81 (four seeds, 5,000 steps) while
-softmax holds 0.99. Paper scale: head-size query/key, as published."""
+the hybrids, has d' = 4 (``feature_dim``; width 64 stays trainable, FINDINGS 16) at D = 16 = 4 d':
+the capacity-law store shows D = 2 d' is not enough here (elu+1 at d' = 8, D = 16: 0.71 to 0.81 at
+the base budget, 0.976 at 4x it), so D = 4 d' (``protocol.CPU_FEATURE_DIM``); the experiment's own
+4x reruns say whether the shortfall holds. Paper scale: head-size query/key, as published."""
 from __future__ import annotations
 
 import math
 
 from evalsuite.reproduce.cells import MARGIN
 from evalsuite.reproduce.experiment import Experiment, register
-from evalsuite.reproduce.protocol import CPU_BASE, CPU_LRS, CPU_SET, PAPER_BASE, PAPER_LRS, flat, lrs, mqar
+from evalsuite.reproduce.protocol import CPU_BASE, CPU_FEATURE_DIM, CPU_LRS, CPU_SET, PAPER_BASE, PAPER_LRS, flat, lrs, mqar
 from evalsuite.reproduce.verdict import contradicted, higher, runnable, unsettled
 
 RECOVERED = 0.8
-FEATURE_DIM = 8  # CPU scale: d' of every elu+1 layer (D = 16 = 2 d')
+FEATURE_DIM = CPU_FEATURE_DIM  # CPU scale: d' of every elu+1 layer (D = 16 = 4 d')
 
 
 def linear_keys(fd: int | None) -> tuple[dict, dict]:

@@ -4,19 +4,21 @@ pass falls short, while softmax is unchanged (Arora et al. 2024; docs/FINDINGS.m
 CPU setting (issue 26): the state is the bottleneck. Before, elu+1 and the delta rule ran at
 width 16 with the head size as query/key size (d' = 16 = D): a width that optimises badly
 (FINDINGS 16), so a one-pass shortfall could be optimisation as much as memory. Now both run at
-width 64 with d' = 8 (``feature_dim``) at D = 16 = 2 d', softmax at width 64 beside them. The
-capacity-law store shows elu+1 there at 0.71 to 0.81 in one pass (four seeds, 5,000 steps): room
-to raise. The delta rule reached 0.99 in one pass there (seed 0): if it does here, its clause
-reads "one pass falls short of softmax: no", which says the setting does not test it for the delta
-rule. Paper scale: width 64, head-size query/key."""
+width 64 with d' = 4 (``feature_dim``) at D = 16 = 4 d', softmax at width 64 beside them:
+the capacity-law store shows D = 2 d' is not enough here (elu+1 at d' = 8, D = 16: 0.71 to 0.81 at
+the base budget, 0.976 at 4x it), so D = 4 d' (``protocol.CPU_FEATURE_DIM``); the experiment's own
+4x reruns say whether the shortfall holds. The delta rule stored far more than d' pairs in the capacity-law store (30 of
+32 at d' = 8, seed 0): if it does here, its clause reads "one pass falls short of softmax: no",
+which says the setting does not test it for the delta rule. Paper scale: width 64, head-size
+query/key."""
 from __future__ import annotations
 
 from evalsuite.reproduce.cells import MIN_SEEDS, Cell
 from evalsuite.reproduce.experiment import Experiment, register
-from evalsuite.reproduce.protocol import CPU_BASE, CPU_LRS, CPU_SET, PAPER_BASE, PAPER_LRS, lrs, mqar
+from evalsuite.reproduce.protocol import CPU_BASE, CPU_FEATURE_DIM, CPU_LRS, CPU_SET, PAPER_BASE, PAPER_LRS, lrs, mqar
 from evalsuite.reproduce.verdict import above, contradicted, higher, runnable, unsettled
 
-FEATURE_DIM = 8  # CPU scale: d' of elu+1 and the delta rule (D = 16 = 2 d')
+FEATURE_DIM = CPU_FEATURE_DIM  # CPU scale: d' of elu+1 and the delta rule (D = 16 = 4 d')
 
 
 def cells_by_pass(runs, p) -> dict[tuple[str, int], Cell]:

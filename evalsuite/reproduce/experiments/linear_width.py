@@ -4,20 +4,21 @@ and drops as D grows (docs/FINDINGS.md; Zoology, Figure 2; Based's recall/state 
 CPU setting (issue 26): the state is the bottleneck. The earlier CPU setting (D = 16 at d_model
 32 to 128, query/key size = the head size, so d' = 32 to 128 > D) gave elu+1 room for every pair,
 and more budget closed each shortfall: "not reproduced" there said nothing about a fixed state.
-Now the query/key size grows with the width, d' = d_model / 8 (4, 8, 16 at widths 32, 64, 128;
+Now the query/key size grows with the width, d' = d_model / 16 (2, 4, 8 at widths 32, 64, 128;
 ``feature_dim``, so the width itself stays trainable, FINDINGS 16), at D = 16: the reference width
-has D = 2 d', where the capacity-law store shows elu+1 at d' = 8 retrieving 11 to 13 of 16 pairs
-(accuracy 0.71 to 0.81 over four seeds, 5,000 steps) while softmax holds 0.99; at D = 4 (< d')
-elu+1 learns. Paper scale: Zoology's widths with the head-size query/key, as published."""
+has D = 4 d' (``protocol.CPU_FEATURE_DIM``): the capacity-law store shows D = 2 d' is not enough
+here (elu+1 at d' = 8, D = 16: 0.71 to 0.81 at the base budget, 0.976 at 4x it), so D = 4 d' (``protocol.CPU_FEATURE_DIM``); the experiment's own
+4x reruns say whether the shortfall holds; at D = 4 (= d') elu+1 learns.
+Paper scale: Zoology's widths with the head-size query/key, as published."""
 from __future__ import annotations
 
 from evalsuite.reproduce.cells import MARGIN
 from evalsuite.reproduce.experiment import Experiment, register
-from evalsuite.reproduce.protocol import CPU_BASE, CPU_LRS, CPU_SET, PAPER_BASE, PAPER_LRS, lrs, mqar
+from evalsuite.reproduce.protocol import CPU_BASE, CPU_FEATURE_DIM, CPU_LRS, CPU_SET, PAPER_BASE, PAPER_LRS, lrs, mqar
 from evalsuite.reproduce.verdict import above, contradicted, higher, runnable, unsettled
 
 
-WIDTH_PER_FEATURE = 8  # CPU scale: d' = d_model / 8
+WIDTH_PER_FEATURE = 64 // CPU_FEATURE_DIM  # CPU scale: d' = d_model / 16 (CPU_FEATURE_DIM at the reference width)
 
 
 def feature_dim(p, width: int) -> int | None:
