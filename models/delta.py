@@ -1,5 +1,6 @@
 """DeltaNet-style mixer: the delta rule with SiLU + L2-normalised queries and keys, beta = sigmoid;
-optionally gated (Gated DeltaNet: the state decays by a learned alpha_t before each edit), and
+optionally gated (Gated DeltaNet: the state decays by a learned alpha_t before each edit; with
+``gate="channel"`` one decay per key channel, Kimi Delta Attention's diagonal decay), and
 optionally with beta in (0, 2) (``negative_eigenvalues``): the transition I - beta k k^T then has
 the eigenvalue 1 - beta in (-1, 1) along k, which lets one layer flip a sign per token and so
 track parity (Grazzi et al. 2024, "Unlocking state-tracking in linear RNNs through negative
@@ -10,7 +11,7 @@ from typing import Literal
 
 import torch
 import torch.nn.functional as F
-from pydantic import Field
+from pydantic import Field, model_validator
 from torch import nn
 
 from . import MODELS, ops
@@ -29,8 +30,18 @@ class DeltaOptions(MixerOptions):
                                        "eigenvalue in (-1, 1) (Grazzi et al. 2024); default beta = sigmoid(.) in (0, 1)")
     feature_dim: int | None = Field(None, ge=1, description="query and key size per head (d', the state's key side: "
                                                            "S is feature_dim x head size); default: the head size")
+    gate: Literal["scalar", "channel"] = Field("scalar", description="with gated: one decay per head and token "
+                                               "(Gated DeltaNet) or one per key channel (Kimi Delta Attention's "
+                                               "diagonal decay, S_t = (I - beta k k^T) Diag(alpha_t) S_{t-1} + beta k v^T; "
+                                               "trained with the recurrent loop)")
 
-    LATE_FIELDS = frozenset({"negative_eigenvalues", "feature_dim"})
+    LATE_FIELDS = frozenset({"negative_eigenvalues", "feature_dim", "gate"})
+
+    @model_validator(mode="after")
+    def _channel_gate_needs_gated(self):
+        if self.gate == "channel" and not self.gated:
+            raise ValueError("gate 'channel' is a form of the gated delta rule: set gated true as well")
+        return self
 
 
 def key_map(x):
@@ -50,7 +61,8 @@ class DeltaRule(Mixer):
         self.qk_dim = options.feature_dim or self.head_dim
         self.qkv = nn.Linear(d_model, 2 * n_heads * self.qk_dim + d_model, bias=False)
         self.beta = nn.Linear(d_model, n_heads)
-        self.gate = nn.Linear(d_model, n_heads) if options.gated else None
+        self.per_channel = options.gated and options.gate == "channel"
+        self.gate = nn.Linear(d_model, n_heads * (self.qk_dim if self.per_channel else 1)) if options.gated else None
         self.out = nn.Linear(d_model, d_model, bias=False)
 
     def _split(self, x):
@@ -69,15 +81,17 @@ class DeltaRule(Mixer):
         if self.options.negative_eigenvalues:
             beta = 2 * beta
         log_alpha = F.logsigmoid(self.gate(x) + GATE_OFFSET) if self.gate is not None else None
+        if self.per_channel:
+            log_alpha = log_alpha.unflatten(-1, (self.n_heads, self.qk_dim))  # [..., H * dk] -> [..., H, dk]
         return q, k, v, beta, log_alpha
 
     def forward(self, x):
         q, k, v, beta, log_alpha = self._project(x)                  # [B, T, H, d], [B, T, H]
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
         beta = beta.transpose(1, 2)
-        log_alpha = None if log_alpha is None else log_alpha.transpose(1, 2)
-        o = ops.delta_rule(q, k, v, beta, mode=self.options.mode, chunk_size=self.options.chunk_size,
-                           log_alpha=log_alpha)
+        log_alpha = None if log_alpha is None else log_alpha.transpose(1, 2)  # [B, H, T] or [B, H, T, dk]
+        mode = "recurrent" if self.per_channel else self.options.mode  # per-channel gates: no chunked form yet
+        o = ops.delta_rule(q, k, v, beta, mode=mode, chunk_size=self.options.chunk_size, log_alpha=log_alpha)
         return self.out(self.merge_heads(o))
 
     def attention(self, x):

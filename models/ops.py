@@ -146,8 +146,9 @@ def _linear_chunk(phi_q, phi_k, v, chunk_size):
 def delta_rule_step(q, k, v, beta, state, log_alpha=None):
     """One step of the (gated) delta rule on ``state`` ``[B, H, dk, dv]``; q, k, v ``[B, H, d]``,
     beta and log_alpha ``[B, H]``. Returns ``(o, new_state)``."""
-    if log_alpha is not None:
-        state = state * torch.exp(log_alpha)[..., None, None]
+    if log_alpha is not None:  # [B, H]: one decay per head; [B, H, dk]: one per key channel (KDA)
+        decay = torch.exp(log_alpha)
+        state = state * (decay[..., :, None] if decay.dim() == state.dim() - 1 else decay[..., None, None])
     u = beta[..., None] * (v - (k[..., None, :] @ state).squeeze(-2))
     state = state + k[..., :, None] * u[..., None, :]
     return (q[..., None, :] @ state).squeeze(-2), state
@@ -159,11 +160,16 @@ def delta_rule(q, k, v, beta, *, mode: str = "chunk", initial_state=None, return
     u_t = beta_t (v_t - S_{t-1}^T k_t); o_t = S_t^T q_t.
 
     With ``log_alpha`` ``[B, H, T]`` (log of a gate in (0, 1]) it is the gated delta rule,
-    S_t = alpha_t (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T.
+    S_t = alpha_t (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T; with ``[B, H, T, dk]``, one gate
+    per key channel (Kimi Delta Attention's diagonal decay), S_t = (I - beta_t k_t k_t^T) Diag(alpha_t)
+    S_{t-1} + beta_t k_t v_t^T, computed by the recurrent loop only (``mode="recurrent"``): the
+    chunked form's within-chunk ratios would divide by per-channel products that underflow.
     q, k ``[B, H, T, dk]`` (keys should be L2-normalised), v ``[B, H, T, dv]``, beta ``[B, H, T]``;
     ``initial_state`` ``[B, H, dk, dv]``. Computed in float32; returns ``o`` (and the final state)."""
     if mode not in ("chunk", "recurrent"):
         raise ValueError(f"mode must be 'chunk' or 'recurrent', got {mode!r}")
+    if mode == "chunk" and log_alpha is not None and log_alpha.dim() == 4:
+        raise ValueError("per-channel gates (log_alpha [B, H, T, dk]) have no chunked form here: use mode='recurrent'")
     out_dtype = v.dtype
     with torch.autocast(device_type=q.device.type, enabled=False):
         dtype = torch.promote_types(q.dtype, torch.float32)  # float64 stays float64 (tests)
@@ -289,6 +295,10 @@ def linear_attention_matrix(phi_q, phi_k, normalize: str = "z", eps: float = 1e-
 def delta_rule_attention(q, k, beta, log_alpha=None):
     """The delta rule's effective attention (zero initial state): o = M @ v with
     M = (tril(Q K^T) * Gamma) (I + A)^{-1} diag(beta), the whole sequence as one chunk."""
+    if log_alpha is not None and log_alpha.dim() == 4:  # per-channel gates: the map v -> o read off
+        T = k.shape[2]                                   # the recurrence with one-hot values
+        eye = torch.eye(T, dtype=torch.promote_types(q.dtype, torch.float32), device=k.device)
+        return delta_rule(q, k, eye.expand(*k.shape[:2], T, T), beta, mode="recurrent", log_alpha=log_alpha)
     with torch.autocast(device_type=q.device.type, enabled=False):
         dtype = torch.promote_types(q.dtype, torch.float32)
         q, k, beta = (x.to(dtype) for x in (q, k, beta))

@@ -44,7 +44,10 @@ def committed():
 # experiments whose grid gained new points since the committed reproduction was made (their new
 # points cannot be in it; the round's last issue regenerates it): name -> why
 NEW_POINTS = {"induction-extrapolation": "softmax with sinusoidal, RoPE and xPos positions (issue 25)",
-              "capacity-law": "a new experiment (issue 26)"}
+              "capacity-law": "a new experiment (issue 26)",
+              **{name: "re-set where the state is the bottleneck: d' by feature_dim, D = 4 d' (issue 26)"
+                 for name in ("linear-width", "delta-vs-linear", "hybrid-recovery", "jrt",
+                              "frontier-delta", "frontier-swa", "frontier-based")}}
 
 
 def test_every_sweep_point_of_the_committed_reproduction_is_still_one_of_its_runs(committed):

@@ -17,6 +17,7 @@ VARIANTS = {
     "linear-dpfp": dict(name="linear", feature_map="dpfp", feature_map_options={"nu": 2}),
     "delta-chunked": dict(name="delta", chunk_size=4),
     "gated-delta": dict(name="delta", gated=True, chunk_size=4),
+    "gated-delta-channel": dict(name="delta", gated=True, gate="channel", feature_dim=4),
     "hybrid-LDS": dict(name="hybrid", pattern="LDS", n_layers=3),
     "retnet": dict(name="gla", gate="fixed", chunk_size=4),
     "mamba2-gate": dict(name="gla", gate="scalar", chunk_size=4),
@@ -137,3 +138,34 @@ def test_zoology_units_are_four_times_the_mixers_floats(case, kernel):
     want = 4 * sum(block.mixer.state_size(T) for block in model.blocks)
     section = {"n_layers": len(model.blocks), "d_model": model.d_model, "conv_kernel": kernel}
     assert zoology_units(model.state_size(T), section) == want
+
+
+def test_per_channel_gates_against_a_naive_float64_loop():
+    """The gated delta rule with one decay per key channel (Kimi Delta Attention's diagonal decay),
+    S_t = (I - beta_t k_t k_t^T) Diag(alpha_t) S_{t-1} + beta_t k_t v_t^T and o_t = S_t^T q_t, written
+    out with explicit matrices in float64, against the mixer's forward pass and its attention view."""
+    from evalsuite.models.delta import DeltaRule
+
+    torch.manual_seed(0)
+    mixer = DeltaRule(16, 2, DeltaRule.Options(gated=True, gate="channel", feature_dim=3)).double()
+    with torch.no_grad():
+        mixer.gate.weight.normal_(0, 2.0)  # decays spread over (0, 1), not all near the initial 0.98
+    x = torch.randn(2, 9, 16, dtype=torch.float64)
+    q, k, v, beta, log_alpha = mixer._project(x)  # [B, T, H, d], [B, T, H], [B, T, H, dk]
+    alpha = log_alpha.exp()
+    assert alpha.min() < 0.5 and alpha.max() > 0.9
+    out = torch.zeros_like(v)
+    for b in range(2):
+        for h in range(2):
+            S = torch.zeros(3, 8, dtype=torch.float64)
+            for t in range(9):
+                kt = k[b, t, h][:, None]
+                S = (torch.eye(3, dtype=torch.float64) - beta[b, t, h] * kt @ kt.T) @ torch.diag(alpha[b, t, h]) @ S \
+                    + beta[b, t, h] * kt @ v[b, t, h][None, :]
+                out[b, t, h] = S.T @ q[b, t, h]
+    with torch.no_grad():
+        torch.testing.assert_close(mixer(x), mixer.out(mixer.merge_heads(out.transpose(1, 2))), rtol=1e-9, atol=1e-9)
+        view = mixer.attention(x)
+        torch.testing.assert_close(mixer.read(view.weights @ view.values), mixer(x), rtol=1e-9, atol=1e-9)
+    with pytest.raises(ValueError, match="set gated true"):
+        DeltaRule.Options(gate="channel")
