@@ -43,7 +43,7 @@ def test_a_window_as_long_as_the_sequence_is_softmax_attention():
     assert torch.allclose(swa(tokens), soft(tokens), atol=1e-6)
 
 
-@pytest.mark.parametrize("model", ["gla", "swa", "based"])
+@pytest.mark.parametrize("model", ["gla", "swa", "based", "rwkv7"])
 def test_tiny_runs_end_to_end(model):
     result = evalsuite.run("recall", model, preset="tiny", store=False)
     assert result.ok, result.error

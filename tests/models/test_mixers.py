@@ -3,6 +3,8 @@ edited when a mixer is added. Outputs are causal and finite, step-by-step decodi
 parallel forward pass's logits, ``state_size(T)`` is what decoding carries after T tokens, and
 the attention view (the analyses' reading of the mixer), read as the mixer reads, reproduces its
 output."""
+import math
+
 import pytest
 import torch
 
@@ -169,3 +171,37 @@ def test_per_channel_gates_against_a_naive_float64_loop():
         torch.testing.assert_close(mixer.read(view.weights @ view.values), mixer(x), rtol=1e-9, atol=1e-9)
     with pytest.raises(ValueError, match="set gated true"):
         DeltaRule.Options(gate="channel")
+
+
+def test_rwkv7_against_the_papers_row_form_in_float64():
+    """RWKV-7's state update as its paper writes it (S is d_v x d_k, S_t = S_{t-1} (Diag(w_t) -
+    kappa_t^T (a_t * kappa_t)) + v_t^T ktilde_t, o_t = S_t r_t), looped in float64 with explicit
+    matrices, against the mixer (which keeps S transposed) and its attention view; the state is
+    the formula's H x d_k x d_v per layer (Zoology's RWKV-7 state size was 4 to 16x off, its issue 34)."""
+    from evalsuite.models.rwkv7 import RWKV7
+
+    torch.manual_seed(0)
+    mixer = RWKV7(16, 2, RWKV7.Options(feature_dim=3)).double()
+    with torch.no_grad():
+        for lin in (mixer.decay, mixer.rate):
+            lin.weight.normal_(0, 2.0)  # decays and rates spread over their ranges
+        mixer.xi.uniform_(0.2, 1.5)
+        mixer.alpha.uniform_(0.0, 1.0)
+    x = torch.randn(2, 9, 16, dtype=torch.float64)
+    r, k, v, w, a, kappa = mixer._project(x)  # [B, T, H, d]
+    assert w.min() > math.exp(-math.exp(-0.5)) - 1e-12 and w.max() < 1 and a.min() > 0 and a.max() < 1
+    out = torch.zeros_like(v)
+    for b in range(2):
+        for h in range(2):
+            S = torch.zeros(8, 3, dtype=torch.float64)  # d_v x d_k
+            for t in range(9):
+                kap = kappa[b, t, h][None, :]
+                S = S @ (torch.diag(w[b, t, h]) - kap.T @ (a[b, t, h][None, :] * kap)) + v[b, t, h][:, None] @ k[b, t, h][None, :]
+                out[b, t, h] = S @ r[b, t, h]
+    with torch.no_grad():
+        torch.testing.assert_close(mixer(x), mixer.out(mixer.merge_heads(out.transpose(1, 2))), rtol=1e-9, atol=1e-9)
+        view = mixer.attention(x)
+        torch.testing.assert_close(mixer.read(view.weights @ view.values), mixer(x), rtol=1e-9, atol=1e-9)
+    assert mixer.state_size(100) == 2 * 3 * 8 and mixer.key_features() == 3
+    wide = RWKV7(64, 4, RWKV7.Options())
+    assert wide.state_size(1) == 64 * 64 // 4  # H x (d/H)^2 = d^2 / H
