@@ -18,6 +18,13 @@ has seen which keys exist. With D = 2, P = 2, T = 12 (queries at even offsets af
 
 Queries, targets and the chance floor (1/D) are those of one pass; ``answers`` points at the value
 in the last pass.
+
+Forgetting MQAR (Zoology's newer variant; ``rebind`` R > 0): after the D pairs, R of the keys are
+written again with new values (values stay distinct across all D + R writes), and a query's answer
+is the key's latest value, so a model must overwrite, not only add. With D = 3, R = 1::
+
+    inputs   k2 v4 k5 v1 k3 v6 | k5 v9 | k3  _  k5  _  k2  _
+    targets   .  .  .  .  .  . |  .  . | v6  .  v9  .  v4  .
 """
 from __future__ import annotations
 
@@ -39,8 +46,10 @@ class RecallParams(TaskParams):
                               "(Zoology; collisions with keys are counted), N > 0 from N extra tokens disjoint from keys and values")
     num_passes: int = Field(1, ge=1, le=16, description="the block of pairs is written this many times before the "
                             "queries (just read twice: 2)")
+    rebind: int = Field(0, ge=0, description="forgetting MQAR: this many keys are written again with new values after "
+                        "the pairs; the answer is the latest value")
 
-    LATE_FIELDS = frozenset({"num_passes"})
+    LATE_FIELDS = frozenset({"num_passes", "rebind"})
 
 
 @TASKS.register()  # under its `name`
@@ -68,7 +77,7 @@ class MQAR(Task):
     }
     preset_bases = {"zoology-128": "zoology", "zoology-256": "zoology", "zoology-512": "zoology", "jrt": "default",
                     "zoology-mixture": "zoology-readme"}
-    slice_keys = ("num_kv_pairs", "seq_len", "num_passes")
+    slice_keys = ("num_kv_pairs", "seq_len", "num_passes", "rebind")
     chance_rule = "1/D: answering one of the D values of the context at random"
 
     def answer_tokens(self):
@@ -94,7 +103,18 @@ class MQAR(Task):
             need = "4 x num_kv_pairs" if p.num_passes == 1 else f"2 x (num_passes + 1) x num_kv_pairs = {2 * (p.num_passes + 1) * p.num_kv_pairs}"
             raise ValueError(f"recall needs {need} <= seq_len (2D tokens for the pairs per pass, D query "
                              f"slots at even offsets), got num_kv_pairs={p.num_kv_pairs}, seq_len={p.seq_len}")
+        if p.rebind and p.num_passes > 1:
+            raise ValueError("recall: rebind (forgetting MQAR) works with num_passes 1 only")
+        if p.rebind > p.num_kv_pairs:
+            raise ValueError(f"recall: rebind ({p.rebind}) must be at most num_kv_pairs ({p.num_kv_pairs}): "
+                             f"each rebound key is one of the pairs' keys")
+        if 4 * p.num_kv_pairs + 2 * p.rebind > p.seq_len:
+            raise ValueError(f"recall with rebind needs 4 x num_kv_pairs + 2 x rebind = "
+                             f"{4 * p.num_kv_pairs + 2 * p.rebind} <= seq_len, got seq_len={p.seq_len}")
         n_keys, n_values = p.vocab_size // 2 - 1, p.vocab_size - p.vocab_size // 2
+        if p.num_kv_pairs + p.rebind > n_values:
+            raise ValueError(f"recall with vocab_size={p.vocab_size} has {n_values} values, too few for "
+                             f"num_kv_pairs + rebind = {p.num_kv_pairs + p.rebind} distinct ones")
         if p.num_kv_pairs > min(n_keys, n_values):
             raise ValueError(f"recall with vocab_size={p.vocab_size} has {n_keys} distinct keys and {n_values} "
                              f"values, too few for num_kv_pairs={p.num_kv_pairs}; use vocab_size >= "
@@ -104,24 +124,35 @@ class MQAR(Task):
         p = self.params
         V, T, D = p.vocab_size, p.seq_len, p.num_kv_pairs
         half = V // 2
+        R = p.rebind
         keys = sample_distinct(rng, n, D, 1, half)
-        values = sample_distinct(rng, n, D, half, V)
+        values = sample_distinct(rng, n, D + R, half, V)  # [n, D + R]: the last R are the new bindings
+        values, new_values = values[:, :D], values[:, D:]
         block = 2 * D
-        context = block * p.num_passes
+        context = block * p.num_passes + 2 * R
         space = (T - context) // 2
         weights = p.power_a * np.arange(1, space + 1, dtype=np.float64) ** (p.power_a - 1)
         gaps = weighted_sample_distinct(rng, n, D, weights / weights.sum())
 
         inputs = np.zeros((n, T), dtype=np.int64)
-        for start in range(0, context, block):  # each pass writes the same pairs in the same order
+        for start in range(0, block * p.num_passes, block):  # each pass writes the same pairs in the same order
             inputs[:, start:start + block:2] = keys
             inputs[:, start + 1:start + block:2] = values
+        answer_at = np.arange(context - 2 * R - block + 1, context - 2 * R, 2)[None, :].repeat(n, 0)  # [n, D]
+        latest = values.copy()
+        if R:  # forgetting MQAR: R of the keys (distinct, in random order) bound again to new values
+            rebound = np.argsort(rng.random((n, D)), axis=1)[:, :R]   # [n, R] indices into the D pairs
+            start = block * p.num_passes
+            inputs[:, start:context:2] = np.take_along_axis(keys, rebound, axis=1)
+            inputs[:, start + 1:context:2] = new_values
+            np.put_along_axis(latest, rebound, new_values, axis=1)
+            np.put_along_axis(answer_at, rebound, np.arange(start + 1, context, 2)[None, :].repeat(n, 0), axis=1)
         query_pos = context + 2 * gaps
         np.put_along_axis(inputs, query_pos, keys, axis=1)
         targets = np.full((n, T), IGNORE, dtype=np.int64)
-        np.put_along_axis(targets, query_pos, values, axis=1)
+        np.put_along_axis(targets, query_pos, latest, axis=1)
         answers = np.full((n, T), -1, dtype=np.int64)
-        np.put_along_axis(answers, query_pos, np.arange(context - block + 1, context, 2)[None, :].repeat(n, 0), axis=1)
+        np.put_along_axis(answers, query_pos, answer_at, axis=1)
         collisions = np.zeros(n, dtype=np.int64)
         if p.random_non_queries:
             filler = inputs == 0
@@ -135,4 +166,5 @@ class MQAR(Task):
                     collisions[rows] = (filler[rows] & is_key).sum(axis=1)
         return Batch(torch.from_numpy(inputs), torch.from_numpy(targets),
                      {"num_kv_pairs": torch.full((n,), D, dtype=torch.long), "seq_len": torch.full((n,), T),
-                      "num_passes": torch.full((n,), p.num_passes), "filler_collisions": torch.from_numpy(collisions)}, answers=torch.from_numpy(answers))
+                      "num_passes": torch.full((n,), p.num_passes), "rebind": torch.full((n,), R),
+                      "filler_collisions": torch.from_numpy(collisions)}, answers=torch.from_numpy(answers))

@@ -84,3 +84,45 @@ def test_speed_target_is_reachable():
 def test_bad_n():
     with pytest.raises(ValueError, match="n must be a positive"):
         tasks.get("recall").generate(0, 0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(D=st.integers(1, 10), R=st.integers(0, 10), extra=st.integers(0, 20), seed=st.integers(0, 2**31))
+def test_forgetting_mqar_answers_the_latest_binding(D, R, extra, seed):
+    """Forgetting MQAR (``rebind``), read as a person would: every write in the context binds its key
+    (a later write replaces the value), each key of the pairs is queried once, and the answer is the
+    key's latest value; ``answers`` points at that value's position; R = 0 is plain MQAR."""
+    R = min(R, D)
+    V, T = 2 * (D + R + 1) + 10, 4 * D + 2 * R + 2 * (extra // 2)
+    batch = tasks.get("recall", vocab_size=V, seq_len=T, num_kv_pairs=D, rebind=R).generate(16, seed)
+    context = 2 * (D + R)
+    for seq, tgt, ans in zip(batch.inputs.tolist(), batch.targets.tolist(), batch.answers.tolist()):
+        memory, where, first = {}, {}, {}
+        for j in range(0, context, 2):
+            key, value = seq[j], seq[j + 1]
+            assert 1 <= key < V // 2 <= value < V
+            assert (key in memory) == (j >= 2 * D), "the first D writes are new keys, the rest rebind old ones"
+            first.setdefault(key, value)
+            memory[key], where[key] = value, j + 1
+        values = seq[1:context:2]
+        assert len(set(values)) == D + R, "every written value is distinct"
+        assert sum(memory[k] != first[k] for k in memory) == R, "R keys were bound again"
+        queried = []
+        for i in range(context, T):
+            if tgt[i] != -100:
+                assert tgt[i] == memory[seq[i]] and ans[i] == where[seq[i]] and seq[ans[i]] == tgt[i]
+                queried.append(seq[i])
+            else:
+                assert seq[i] == 0
+        assert sorted(queried) == sorted(memory)
+    if R == 0:  # the same examples as plain MQAR: existing runs keep their data
+        plain = tasks.get("recall", vocab_size=V, seq_len=T, num_kv_pairs=D).generate(16, seed)
+        assert torch.equal(plain.inputs, batch.inputs) and torch.equal(plain.targets, batch.targets)
+
+
+def test_forgetting_mqar_refuses_what_it_cannot_lay_out():
+    for params, message in [(dict(num_kv_pairs=4, rebind=5, seq_len=64), "at most num_kv_pairs"),
+                            (dict(num_kv_pairs=8, rebind=4, seq_len=32), r"4 x num_kv_pairs \+ 2 x rebind"),
+                            (dict(num_kv_pairs=4, rebind=2, num_passes=2, seq_len=64), "num_passes 1 only")]:
+        with pytest.raises(ValueError, match=message):
+            tasks.get("recall", vocab_size=64, **params)
