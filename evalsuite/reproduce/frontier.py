@@ -31,7 +31,7 @@ class Family:
     fixed: dict          # config keys every point of the family sets
     axis: str            # the config key that sets its state
     values: tuple        # the axis values at this scale
-    kind: str            # "delta", "additive", "decayed", "window", "based", "based-part", "control"
+    kind: str            # "delta", "generalised-delta", "additive", "decayed", "window", "based", "based-part", "control"
 
 
 def families(scale: str) -> list[Family]:
@@ -64,6 +64,8 @@ def families(scale: str) -> list[Family]:
         Family("GLA", {"model": "gla", "model.gate": "vector", **fixed_width}, axis, values, "decayed"),
         Family("Mamba-2 gate", {"model": "gla", "model.gate": "scalar", **fixed_width}, axis, values, "decayed"),
         Family("RetNet", {"model": "gla", "model.gate": "fixed", **fixed_width}, axis, values, "decayed"),
+        # the delta rule's newest kin (issue 29): shown on the frontier, read by no verdict yet
+        Family("RWKV-7", {"model": "rwkv7", **fixed_width}, axis, values, "generalised-delta"),
         Family("sliding window", {"model": "swa", "model.d_model": width}, "model.window", windows, "window"),
         Family("Based", {"model": "based", "model.d_model": based_width, "model.window": based_window}, "model.feature_dim",
                features, "based"),
@@ -172,7 +174,7 @@ SPECS = {
 PARAMS = {"cpu": {"scale": "cpu", "setting": {"task.seq_len": 64, "task.num_kv_pairs": 16}},
           "paper": {"scale": "paper", "setting": {"task.vocab_size": 8192}}}  # the zoology-mixture preset's runs
 SOURCE = "Zoology README plot; Based (Arora et al. 2024), Figure 2; DeltaNet"
-MINUTES = {"cpu": 90, "paper": 600}
+MINUTES = {"cpu": 130, "paper": 600}  # cpu: RWKV-7 trains with its recurrent loop, about 3x the delta rule's step time at T 64
 
 
 def all_cells(runs: list[RunRecord], p: dict) -> list[Cell]:
