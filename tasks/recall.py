@@ -112,7 +112,7 @@ class MQAR(Task):
             raise ValueError(f"recall with rebind needs 4 x num_kv_pairs + 2 x rebind = "
                              f"{4 * p.num_kv_pairs + 2 * p.rebind} <= seq_len, got seq_len={p.seq_len}")
         n_keys, n_values = p.vocab_size // 2 - 1, p.vocab_size - p.vocab_size // 2
-        if p.num_kv_pairs + p.rebind > n_values:
+        if p.rebind and p.num_kv_pairs + p.rebind > n_values:
             raise ValueError(f"recall with vocab_size={p.vocab_size} has {n_values} values, too few for "
                              f"num_kv_pairs + rebind = {p.num_kv_pairs + p.rebind} distinct ones")
         if p.num_kv_pairs > min(n_keys, n_values):
