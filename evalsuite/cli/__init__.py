@@ -17,7 +17,6 @@ import sys
 import click
 
 from evalsuite import __version__
-from evalsuite.cli import common
 from evalsuite.cli.common import os_message
 from evalsuite.errors import EvalsuiteError, Interrupted
 
@@ -64,7 +63,7 @@ class Main(click.Group):
             if isinstance(exc, OSError):
                 raise Failure(os_message(exc), 2) from None
             if isinstance(exc, sqlite3.DatabaseError):
-                where = f" ({common.LAST_STORE[0]})" if common.LAST_STORE[0] else ""
+                where = f" ({ctx.meta['store']})" if ctx.meta.get("store") else ""
                 raise Failure(f"--store: the results store{where} cannot be used: {exc}", 2) from None
             if isinstance(exc, MemoryError):
                 raise Failure("out of memory; use smaller sizes (the message above names them)", 1) from None

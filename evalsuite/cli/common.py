@@ -60,14 +60,13 @@ def set_threads(threads: int | None) -> None:
         torch.set_num_threads(threads)
 
 
-LAST_STORE: list = [None]  # the store this command opened, if any
-
-
 def open_store(store_path, must_exist: bool = False):
     from evalsuite.store import Store
 
     store = Store(store_path)
-    LAST_STORE[0] = store.path  # what an error from the store names (cli.Main)
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.find_root().meta["store"] = store.path  # what an error from the store names (cli.Main)
     if must_exist and not store.path.exists():
         raise BadInput(f"--store: no results store at {store.path}; run `evalsuite run ...` first")
     return store

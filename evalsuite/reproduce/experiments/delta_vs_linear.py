@@ -5,9 +5,9 @@ CPU setting (issue 26): the state is the bottleneck. Before, both mixers had the
 their query/key size (d' = 32 and 64) against D = 16 pairs: elu+1 had room for every pair, so a
 gap could only be a matter of budget. Now both have d' = 4 (``feature_dim``; the widths 32 and 64
 stay trainable, FINDINGS 16) at D = 16 = 4 d', equal states (4 x the head size per layer; elu+1
-also keeps its 4-float normaliser): the capacity-law store shows D = 2 d' is not enough here (elu+1 at d' = 8, D = 16: 0.71 to 0.81 at
-the base budget, 0.976 at 4x it), so D = 4 d' (``protocol.CPU_FEATURE_DIM``); the experiment's own
-4x reruns say whether the shortfall holds. Paper scale: head-size query/key, as
+also keeps its 4-float normaliser): twice d' is not enough in this backbone
+(``protocol.CPU_FEATURE_DIM`` gives the capacity-law figures); this experiment's own 4x reruns
+say whether the shortfall holds. Paper scale: head-size query/key, as
 published."""
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from evalsuite.reproduce.experiment import Experiment, register
 from evalsuite.reproduce.protocol import CPU_BASE, CPU_FEATURE_DIM, CPU_LRS, CPU_SET, PAPER_BASE, PAPER_LRS, flat, lrs, mqar
 from evalsuite.reproduce.verdict import contradicted, higher, runnable, unsettled
 
-FEATURE_DIM = CPU_FEATURE_DIM  # CPU scale: d' of both mixers (D = 16 = 4 d')
 EQUAL_STATE = 1.05  # the delta rule's state at most this factor of elu+1's
 
 
@@ -60,13 +59,13 @@ def verdict(runs, probes, p, judge):
 register(Experiment(
     "delta-vs-linear", "The delta rule beats additive (elu+1) linear attention on MQAR at equal state, most at small width.",
     "DeltaNet (Yang et al. 2024), MQAR; MAD in-context recall", verdict,
-    params={"cpu": {"widths": [32, 64], "pairs": 16, "seq_len": 64, "control_width": 64, "feature_dim": FEATURE_DIM},
+    params={"cpu": {"widths": [32, 64], "pairs": 16, "seq_len": 64, "control_width": 64, "feature_dim": CPU_FEATURE_DIM},
             "paper": {"widths": [64, 128, 256], "pairs": 64, "seq_len": 512, "control_width": 64}},
     minutes={"cpu": 15, "paper": 120},
     specs={"cpu": {"base": {**CPU_BASE, "model.d_model": 64, "task.seq_len": 64, "task.num_kv_pairs": 16, "train.lr": CPU_LRS[1]},
                    "set": CPU_SET,  # the base is one of the points (the softmax control), so it adds no run
                    "points": [{"model": m, "model.d_model": w, "task.seq_len": 64, "task.num_kv_pairs": 16, "train.lr": lr,
-                               **({} if m == "softmax" else {"model.feature_dim": FEATURE_DIM})}
+                               **({} if m == "softmax" else {"model.feature_dim": CPU_FEATURE_DIM})}
                               for m, w in [("delta", 32), ("delta", 64), ("linear", 32), ("linear", 64), ("softmax", 64)]
                               for lr in CPU_LRS]},
            "paper": {"base": {**PAPER_BASE, "model": "delta"},

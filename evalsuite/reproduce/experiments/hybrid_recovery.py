@@ -5,9 +5,9 @@ CPU setting (issue 26): the state is the bottleneck. Before, the linear layers h
 (64) as their query/key size against D = 16 pairs, so pure elu+1 had room for every pair and
 "where pure linear fails" was a matter of budget. Now every elu+1 layer, in the pure model and in
 the hybrids, has d' = 4 (``feature_dim``; width 64 stays trainable, FINDINGS 16) at D = 16 = 4 d':
-the capacity-law store shows D = 2 d' is not enough here (elu+1 at d' = 8, D = 16: 0.71 to 0.81 at
-the base budget, 0.976 at 4x it), so D = 4 d' (``protocol.CPU_FEATURE_DIM``); the experiment's own
-4x reruns say whether the shortfall holds. Paper scale: head-size query/key, as published."""
+twice d' is not enough in this backbone
+(``protocol.CPU_FEATURE_DIM`` gives the capacity-law figures); this experiment's own 4x reruns
+say whether the shortfall holds. Paper scale: head-size query/key, as published."""
 from __future__ import annotations
 
 import math
@@ -18,7 +18,6 @@ from evalsuite.reproduce.protocol import CPU_BASE, CPU_FEATURE_DIM, CPU_LRS, CPU
 from evalsuite.reproduce.verdict import contradicted, higher, runnable, unsettled
 
 RECOVERED = 0.8
-FEATURE_DIM = CPU_FEATURE_DIM  # CPU scale: d' of every elu+1 layer (D = 16 = 4 d')
 
 
 def linear_keys(fd: int | None) -> tuple[dict, dict]:
@@ -64,14 +63,14 @@ register(Experiment(
     "hybrid-recovery", "Replacing one of two linear layers with softmax recovers most of softmax's MQAR accuracy where pure "
     "linear fails.", "Zoology; DeltaNet hybrids; 3:1 production hybrids", verdict,
     params={"cpu": {"d_model": 64, "pairs": 16, "seq_len": 64, "n_layers": 2, "patterns": ["SL", "LS"],
-                    "feature_dim": FEATURE_DIM},
+                    "feature_dim": CPU_FEATURE_DIM},
             "paper": {"d_model": 64, "pairs": 16, "seq_len": 256, "n_layers": 4, "patterns": ["LS", "SL", "LLLS"]}},
     minutes={"cpu": 12, "paper": 90},
     specs={"cpu": {"base": {**CPU_BASE, "model": "hybrid"}, "set": {**CPU_SET, "task.num_kv_pairs": 16},
-                   "grid": {"model.pattern": ["SL", "LS"], "model.layer_options": [{"linear": {"feature_dim": FEATURE_DIM}}],
+                   "grid": {"model.pattern": ["SL", "LS"], "model.layer_options": [{"linear": {"feature_dim": CPU_FEATURE_DIM}}],
                             **lrs(CPU_LRS)},
                    "points": [{"model": "softmax", "train.lr": lr} for lr in CPU_LRS]
-                   + [{"model": "linear", "model.feature_dim": FEATURE_DIM, "train.lr": lr} for lr in CPU_LRS]},
+                   + [{"model": "linear", "model.feature_dim": CPU_FEATURE_DIM, "train.lr": lr} for lr in CPU_LRS]},
            "paper": {"base": {**PAPER_BASE, "model": "hybrid"},
                      "grid": {"model.pattern": ["LS", "SL", "LLLS"], **lrs(PAPER_LRS)},
                      "set": {"model.n_layers": 4, "task.seq_len": 256, "task.num_kv_pairs": 16},

@@ -5,9 +5,9 @@ CPU setting (issue 26): the state is the bottleneck. Before, elu+1 and the delta
 width 16 with the head size as query/key size (d' = 16 = D): a width that optimises badly
 (FINDINGS 16), so a one-pass shortfall could be optimisation as much as memory. Now both run at
 width 64 with d' = 4 (``feature_dim``) at D = 16 = 4 d', softmax at width 64 beside them:
-the capacity-law store shows D = 2 d' is not enough here (elu+1 at d' = 8, D = 16: 0.71 to 0.81 at
-the base budget, 0.976 at 4x it), so D = 4 d' (``protocol.CPU_FEATURE_DIM``); the experiment's own
-4x reruns say whether the shortfall holds. The delta rule stored far more than d' pairs in the capacity-law store (30 of
+twice d' is not enough in this backbone
+(``protocol.CPU_FEATURE_DIM`` gives the capacity-law figures); this experiment's own 4x reruns
+say whether the shortfall holds. The delta rule stored far more than d' pairs in the capacity-law store (30 of
 32 at d' = 8, seed 0): if it does here, its clause reads "one pass falls short of softmax: no",
 which says the setting does not test it for the delta rule. Paper scale: width 64, head-size
 query/key."""
@@ -18,7 +18,6 @@ from evalsuite.reproduce.experiment import Experiment, register
 from evalsuite.reproduce.protocol import CPU_BASE, CPU_FEATURE_DIM, CPU_LRS, CPU_SET, PAPER_BASE, PAPER_LRS, lrs, mqar
 from evalsuite.reproduce.verdict import above, contradicted, higher, runnable, unsettled
 
-FEATURE_DIM = CPU_FEATURE_DIM  # CPU scale: d' of elu+1 and the delta rule (D = 16 = 4 d')
 
 
 def cells_by_pass(runs, p) -> dict[tuple[str, int], Cell]:
@@ -69,14 +68,14 @@ def verdict(runs, probes, p, judge):
 register(Experiment(
     "jrt", "Reading the context twice (just read twice) raises a fixed-state model's MQAR recall (elu+1, delta) where one "
     "pass falls short, while softmax is unchanged.", "Arora et al. 2024, Just read twice (FINDINGS 10)", verdict,
-    params={"cpu": {"pairs": 16, "seq_len": 96, "models": [("elu+1", "linear", 64, {"model__feature_dim": FEATURE_DIM}),
-                                                           ("delta", "delta", 64, {"model__feature_dim": FEATURE_DIM}),
+    params={"cpu": {"pairs": 16, "seq_len": 96, "models": [("elu+1", "linear", 64, {"model__feature_dim": CPU_FEATURE_DIM}),
+                                                           ("delta", "delta", 64, {"model__feature_dim": CPU_FEATURE_DIM}),
                                                            ("softmax", "softmax", 64, {})]},
             "paper": {"pairs": 16, "seq_len": 256, "models": [("elu+1", "linear", 64, {}), ("delta", "delta", 64, {}),
                                                               ("softmax", "softmax", 64, {})]}},
     minutes={"cpu": 30, "paper": 120},
     specs={"cpu": {"base": {**CPU_BASE, "model": "linear"}, "set": {**CPU_SET, "task.seq_len": 96, "task.num_kv_pairs": 16, "model.d_model": 64},
-                   "grid": {"model,model.feature_dim": [["linear", FEATURE_DIM], ["delta", FEATURE_DIM]],
+                   "grid": {"model,model.feature_dim": [["linear", CPU_FEATURE_DIM], ["delta", CPU_FEATURE_DIM]],
                             "task.num_passes": [1, 2], **lrs(CPU_LRS)},
                    "points": [{"model": "softmax", "task.num_passes": n, "train.lr": lr}
                               for n in (1, 2) for lr in CPU_LRS]},

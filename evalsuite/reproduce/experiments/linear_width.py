@@ -6,9 +6,9 @@ CPU setting (issue 26): the state is the bottleneck. The earlier CPU setting (D 
 and more budget closed each shortfall: "not reproduced" there said nothing about a fixed state.
 Now the query/key size grows with the width, d' = d_model / 16 (2, 4, 8 at widths 32, 64, 128;
 ``feature_dim``, so the width itself stays trainable, FINDINGS 16), at D = 16: the reference width
-has D = 4 d' (``protocol.CPU_FEATURE_DIM``): the capacity-law store shows D = 2 d' is not enough
-here (elu+1 at d' = 8, D = 16: 0.71 to 0.81 at the base budget, 0.976 at 4x it), so D = 4 d' (``protocol.CPU_FEATURE_DIM``); the experiment's own
-4x reruns say whether the shortfall holds; at D = 4 (= d') elu+1 learns.
+has D = 4 d': twice d' is not enough in this backbone
+(``protocol.CPU_FEATURE_DIM`` gives the capacity-law figures); this experiment's own 4x reruns
+say whether the shortfall holds; at D = 4 (= d') elu+1 learns.
 Paper scale: Zoology's widths with the head-size query/key, as published."""
 from __future__ import annotations
 
