@@ -48,13 +48,33 @@ class AttentionView:
     keys ``[B, H, T, m]`` (the vectors written to the memory: feature-mapped keys for linear
     attention), values ``[B, H, T, dv]``. ``raw_keys [B, H, T, d]`` are the projections before
     the map and ``key_map`` the map itself (``None``: the keys are raw, the map the identity), so
-    that interference can be measured in both spaces and against random keys sent through it."""
+    that interference can be measured in both spaces and against random keys sent through it.
+
+    A mixer that writes ``substeps`` n > 1 times per token (DeltaProduct) has one column per write:
+    weights ``[B, H, T, T n]``, keys and values ``[B, H, T n, d]``, token j's write s at column
+    n j + s; ``token_columns`` and ``per_token`` read such a view by token."""
 
     weights: torch.Tensor
     keys: torch.Tensor
     values: torch.Tensor
     raw_keys: torch.Tensor | None = None
     key_map: Callable[[torch.Tensor], torch.Tensor] | None = None
+    substeps: int = 1
+
+    def token_columns(self, mask: torch.Tensor) -> torch.Tensor:
+        """A mask or weight over tokens ``[..., T]`` spread over their columns ``[..., T n]``."""
+        return mask if self.substeps == 1 else mask.repeat_interleave(self.substeps, dim=-1)
+
+    def columns(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The columns of token indices ``[k]``: ``[k n]`` (every write of each)."""
+        if self.substeps == 1:
+            return tokens
+        return (tokens[:, None] * self.substeps + torch.arange(self.substeps, device=tokens.device)).flatten()
+
+    def per_token(self, rows: torch.Tensor) -> torch.Tensor:
+        """|weights| of rows ``[..., T n]`` summed over each token's writes: ``[..., T]`` (the rows
+        themselves when n = 1)."""
+        return rows if self.substeps == 1 else rows.abs().unflatten(-1, (-1, self.substeps)).sum(-1)
 
 
 class Mixer(nn.Module):

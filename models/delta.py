@@ -4,7 +4,10 @@ optionally gated (Gated DeltaNet: the state decays by a learned alpha_t before e
 optionally with beta in (0, 2) (``negative_eigenvalues``): the transition I - beta k k^T then has
 the eigenvalue 1 - beta in (-1, 1) along k, which lets one layer flip a sign per token and so
 track parity (Grazzi et al. 2024, "Unlocking state-tracking in linear RNNs through negative
-eigenvalues"); with beta in (0, 1) every eigenvalue is in [0, 1]."""
+eigenvalues"); with beta in (0, 1) every eigenvalue is in [0, 1]. With ``householder`` n > 1 it is
+DeltaProduct (Siems et al. 2025): n delta steps per token, each with its own key, value and beta,
+so a token's transition is a product of n Householder factors (registered as ``deltaproduct``,
+n = 2 by default); the state keeps its size, each token costs n steps."""
 from __future__ import annotations
 
 from typing import Literal
@@ -35,7 +38,10 @@ class DeltaOptions(MixerOptions):
                                                "diagonal decay, S_t = (I - beta k k^T) Diag(alpha_t) S_{t-1} + beta k v^T; "
                                                "trained with the recurrent loop)")
 
-    LATE_FIELDS = frozenset({"negative_eigenvalues", "feature_dim", "gate"})
+    householder: int = Field(1, ge=1, le=16, description="delta steps per token, each with its own key, value and "
+                             "beta (DeltaProduct's n_h Householder factors); 1: the delta rule")
+
+    LATE_FIELDS = frozenset({"negative_eigenvalues", "feature_dim", "gate", "householder"})
 
     @model_validator(mode="after")
     def _channel_gate_needs_gated(self):
@@ -59,25 +65,27 @@ class DeltaRule(Mixer):
     def __init__(self, d_model, n_heads, options: DeltaOptions, feature_map=None):
         super().__init__(d_model, n_heads, options)
         self.qk_dim = options.feature_dim or self.head_dim
-        self.qkv = nn.Linear(d_model, 2 * n_heads * self.qk_dim + d_model, bias=False)
-        self.beta = nn.Linear(d_model, n_heads)
+        self.steps = options.householder  # n: one key, value and beta per step (n = 1: today's layout)
+        self.qkv = nn.Linear(d_model, (1 + self.steps) * n_heads * self.qk_dim + self.steps * d_model, bias=False)
+        self.beta = nn.Linear(d_model, self.steps * n_heads)
         self.per_channel = options.gated and options.gate == "channel"
         self.gate = nn.Linear(d_model, n_heads * (self.qk_dim if self.per_channel else 1)) if options.gated else None
         self.out = nn.Linear(d_model, d_model, bias=False)
 
     def _split(self, x):
-        """Raw q, k ``[..., H, d_k]`` and v ``[..., H, d_v]`` of ``x [..., d_model]``."""
-        qk = self.n_heads * self.qk_dim
-        q, k, v = self.qkv(x).split([qk, qk, self.d_model], dim=-1)
-        return q.unflatten(-1, (self.n_heads, self.qk_dim)), k.unflatten(-1, (self.n_heads, self.qk_dim)), \
-            v.unflatten(-1, (self.n_heads, self.head_dim))
+        """Raw q ``[..., H, d_k]``, k ``[..., H, n, d_k]`` and v ``[..., H, n, d_v]`` of ``x [..., d_model]``."""
+        qk, n = self.n_heads * self.qk_dim, self.steps
+        q, k, v = self.qkv(x).split([qk, n * qk, n * self.d_model], dim=-1)
+        return (q.unflatten(-1, (self.n_heads, self.qk_dim)),
+                k.unflatten(-1, (n, self.n_heads, self.qk_dim)).transpose(-2, -3),   # [..., n H dk] -> [..., H, n, dk]
+                v.unflatten(-1, (n, self.n_heads, self.head_dim)).transpose(-2, -3))  # [..., n H dv] -> [..., H, n, dv]
 
     def _project(self, x):
         """q, k (SiLU then unit length: unnormalised keys make the triangular inverse explode),
         v, beta and the log-gate, heads split off ``x [..., d_model]``."""
         q, k, v = self._split(x)
         q, k = key_map(q), key_map(k)
-        beta = torch.sigmoid(self.beta(x))
+        beta = torch.sigmoid(self.beta(x)).unflatten(-1, (self.steps, self.n_heads)).transpose(-1, -2)  # [..., H, n]
         if self.options.negative_eigenvalues:
             beta = 2 * beta
         log_alpha = F.logsigmoid(self.gate(x) + GATE_OFFSET) if self.gate is not None else None
@@ -85,22 +93,34 @@ class DeltaRule(Mixer):
             log_alpha = log_alpha.unflatten(-1, (self.n_heads, self.qk_dim))  # [..., H * dk] -> [..., H, dk]
         return q, k, v, beta, log_alpha
 
+    def _heads_first(self, x):
+        """q ``[B, H, T, dk]``, k ``[B, H, T, n, dk]``, v ``[B, H, T, n, dv]``, beta ``[B, H, T, n]``
+        and the log-gate ``[B, H, T(, dk)]`` of ``x [B, T, d_model]``."""
+        q, k, v, beta, log_alpha = self._project(x)                  # [B, T, H(, n), d], [B, T, H, n]
+        q, k, v, beta = (t.transpose(1, 2) for t in (q, k, v, beta))
+        return q, k, v, beta, None if log_alpha is None else log_alpha.transpose(1, 2)
+
     def forward(self, x):
-        q, k, v, beta, log_alpha = self._project(x)                  # [B, T, H, d], [B, T, H]
-        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
-        beta = beta.transpose(1, 2)
-        log_alpha = None if log_alpha is None else log_alpha.transpose(1, 2)  # [B, H, T] or [B, H, T, dk]
+        q, k, v, beta, log_alpha = self._heads_first(x)
         mode = "recurrent" if self.per_channel else self.options.mode  # per-channel gates: no chunked form yet
-        o = ops.delta_rule(q, k, v, beta, mode=mode, chunk_size=self.options.chunk_size, log_alpha=log_alpha)
+        o = ops.delta_product(q, k, v, beta, mode=mode, chunk_size=self.options.chunk_size, log_alpha=log_alpha)
         return self.out(self.merge_heads(o))
 
     def attention(self, x):
-        q, k, v, beta, log_alpha = self._project(x)
-        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
-        weights = ops.delta_rule_attention(q, k, beta.transpose(1, 2),
-                                           None if log_alpha is None else log_alpha.transpose(1, 2))
-        raw = self._split(x)[1].transpose(1, 2)
-        return AttentionView(weights, k, v, raw_keys=raw, key_map=key_map)
+        """The map v -> o over every step's value: with n steps per token, weights ``[B, H, T, T n]``
+        and keys and values ``[B, H, T n, d]`` (token t's step s at column n t + s, ``substeps`` n)."""
+        q, k, v, beta, log_alpha = self._heads_first(x)
+        n, T = self.steps, q.shape[2]
+        read = torch.zeros_like(k)
+        read[:, :, :, -1] = q                                        # each token is read after its last step
+        if log_alpha is not None and n > 1:                           # the gate before the first step only
+            gate = log_alpha.new_zeros(*k.shape[:4], *log_alpha.shape[3:])
+            gate[:, :, :, 0] = log_alpha
+            log_alpha = gate.flatten(2, 3)
+        k, v, read = (t.flatten(2, 3) for t in (k, v, read))          # [B, H, T, n, d] -> [B, H, T n, d]
+        weights = ops.delta_rule_attention(read, k, beta.flatten(2, 3), log_alpha)[:, :, n - 1::n]  # rows: last steps
+        raw = self._split(x)[1].transpose(1, 2).flatten(2, 3)
+        return AttentionView(weights, k, v, raw_keys=raw, key_map=key_map, substeps=n)
 
     def key_features(self) -> int:
         return self.qk_dim
@@ -113,5 +133,22 @@ class DeltaRule(Mixer):
 
     def step(self, x, state):
         q, k, v, beta, log_alpha = (None if t is None else t.float() for t in self._project(x))
-        o, state = ops.delta_rule_step(q, k, v, beta, state, log_alpha)
+        for s in range(self.steps):  # the gate before the first step only; the read after the last
+            o, state = ops.delta_rule_step(q, k[:, :, s], v[:, :, s], beta[:, :, s], state, log_alpha if s == 0 else None)
         return self.out(o.reshape(x.shape[0], self.d_model).to(x.dtype)), state
+
+
+class DeltaProductOptions(DeltaOptions):
+    householder: int = Field(2, ge=1, le=16, description="delta steps per token, each with its own key, value and "
+                             "beta (DeltaProduct's n_h Householder factors); 1: the delta rule")
+
+    LATE_FIELDS = DeltaOptions.LATE_FIELDS - {"householder"}  # a new model: its configs always name n_h
+
+
+@MODELS.register("deltaproduct")
+class DeltaProduct(DeltaRule):
+    """DeltaProduct (Siems et al. 2025): the delta rule with n_h = ``householder`` (default 2)
+    steps per token; with ``negative_eigenvalues`` each factor's eigenvalue along its key is in
+    (-1, 1), and the product of n_h factors can rotate the state (state tracking)."""
+
+    Options = DeltaProductOptions

@@ -191,6 +191,39 @@ def delta_rule(q, k, v, beta, *, mode: str = "chunk", initial_state=None, return
     return (out, state) if return_state else out
 
 
+def delta_product(q, k, v, beta, *, mode: str = "chunk", initial_state=None, return_state: bool = False,
+                  chunk_size: int = DEFAULT_CHUNK, log_alpha=None):
+    """DeltaProduct (Siems et al. 2025): n delta-rule steps per token, each with its own key, value
+    and beta, so the state transition of one token is a product of n generalised Householder
+    factors (eigenvalues in [-1, 1] when beta is in (0, 2)):
+
+        S_t = (I - beta_{t,n} k_{t,n} k_{t,n}^T) ... (I - beta_{t,1} k_{t,1} k_{t,1}^T) alpha_t S_{t-1}
+              + (the n rank-one writes, each edited by the factors after it),      o_t = S_t^T q_t.
+
+    It is the delta rule on the sequence of n T sub-steps (token t's step s at n t + s), read only
+    after each token's last step and gated (``log_alpha`` ``[B, H, T]`` or ``[B, H, T, dk]``) only
+    before its first, as fla's gated_delta_product runs it; so the chunked WY form of
+    ``delta_rule`` (``chunk_size`` counts sub-steps) and its recurrent reference carry over
+    unchanged, and n = 1 is the delta rule itself. q ``[B, H, T, dk]``; k ``[B, H, T, n, dk]``, v
+    ``[B, H, T, n, dv]``, beta ``[B, H, T, n]``."""
+    B, H, T, n, dk = k.shape
+    if v.shape[:4] != (B, H, T, n) or beta.shape != (B, H, T, n):
+        raise ValueError(f"k {tuple(k.shape)}, v {tuple(v.shape)} and beta {tuple(beta.shape)} must share [B, H, T, n]")
+    if n > 1:
+        read = q.new_zeros(B, H, T, n, dk)
+        read[:, :, :, -1] = q                                         # read after the last step only
+        q = read.reshape(B, H, T * n, dk)                             # [B, H, T, n, dk] -> [B, H, T n, dk]
+        if log_alpha is not None:                                     # the gate before the first step only
+            gate = log_alpha.new_zeros(B, H, T, n, *log_alpha.shape[3:])
+            gate[:, :, :, 0] = log_alpha
+            log_alpha = gate.flatten(2, 3)                            # [B, H, T, n(, dk)] -> [B, H, T n(, dk)]
+    out = delta_rule(q, k.flatten(2, 3), v.flatten(2, 3), beta.flatten(2, 3), mode=mode, initial_state=initial_state,
+                     return_state=return_state, chunk_size=chunk_size, log_alpha=log_alpha)
+    o, state = out if return_state else (out, None)
+    o = o.unflatten(2, (T, n))[:, :, :, -1]                            # [B, H, T n, dv] -> [B, H, T, dv]
+    return (o, state) if return_state else o
+
+
 def _delta_chunk(q, k, v, beta, state, chunk_size, log_alpha=None, need_state: bool = True):
     """The delta rule chunk by chunk, in the WY form (Yang et al. 2024, "Parallelizing linear
     transformers with the delta rule over sequence length"); ``delta_rule(mode="recurrent")`` is the

@@ -90,11 +90,11 @@ def key_interference(model, inputs: torch.Tensor, targets: torch.Tensor, answers
         ex, pos = graded[:, 0], graded[:, 1]
         ans = found[ex, pos]
         for layer, (view, block) in enumerate(zip(views, model.blocks)):
-            T = view.weights.shape[-1]
-            causal = torch.arange(T, device=x.device)[None, None, :] <= pos[:, None, None]
-            rows = view.weights[ex, :, pos].float().masked_fill(~causal, 0.0)          # [Q, H, T]
-            values = view.values[ex].float()                                           # [Q, H, T, d]
-            window = answer_window(ans, pos, T, reach)[:, None, :].float()             # [Q, 1, T]
+            T = view.weights.shape[-1] // view.substeps  # tokens (a column per write with substeps)
+            causal = view.token_columns(torch.arange(T, device=x.device)[None, None, :] <= pos[:, None, None])
+            rows = view.weights[ex, :, pos].float().masked_fill(~causal, 0.0)          # [Q, H, T n]
+            values = view.values[ex].float()                                           # [Q, H, T n, d]
+            window = view.token_columns(answer_window(ans, pos, T, reach))[:, None, :].float()  # [Q, 1, T n]
             signal = (rows * window)[:, :, None, :] @ values                           # [Q, H, 1, d]
             noise = (rows[:, :, None, :] @ values) - signal
             ratio = noise.norm(dim=-1).squeeze(-1) / signal.norm(dim=-1).squeeze(-1).clamp_min(1e-30)
@@ -105,14 +105,15 @@ def key_interference(model, inputs: torch.Tensor, targets: torch.Tensor, answers
                 "crosstalk": ratio.reshape(-1).cpu().numpy(),
                 "correct": correct[ex, pos].repeat_interleave(H).cpu().numpy()}))
             # keys where each head reads the answers: the offset in the window it weights most
-            offsets = torch.stack([rows.gather(-1, (ans + o).clamp(max=T - 1)[:, None, None].expand(-1, H, 1)).squeeze(-1)
+            mass = view.per_token(rows)                                                # [Q, H, T]
+            offsets = torch.stack([mass.gather(-1, (ans + o).clamp(max=T - 1)[:, None, None].expand(-1, H, 1)).squeeze(-1)
                                    for o in range(reach)], -1).abs().mean(0).argmax(-1)  # [H]
             raw_keys = view.keys if view.raw_keys is None else view.raw_keys
             for b in ex.unique().tolist():
                 mine = ex == b
                 wrong = int((~correct[b, pos[mine]]).sum())
                 for h in range(H):
-                    written = (ans[mine] + offsets[h]).clamp(max=T - 1).unique()
+                    written = view.columns((ans[mine] + offsets[h]).clamp(max=T - 1).unique())
                     raw = coherence(raw_keys[b, h, written].float())
                     n = len(written)
                     if (layer, n) not in baselines:

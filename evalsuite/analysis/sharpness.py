@@ -55,7 +55,7 @@ def attention_sharpness(model, inputs: torch.Tensor, targets: torch.Tensor, answ
         found = c.found[ex, pos]
         correct = (c.logits.argmax(-1) == c.targets)[ex, pos]
         for layer, (view, block) in enumerate(zip(c.views, model.blocks)):
-            rows = view.weights[ex, :, pos]                            # [Q, H, T]
+            rows = view.per_token(view.weights[ex, :, pos])            # [Q, H, T] (|w| per token with substeps)
             T = rows.shape[-1]
             causal = torch.arange(T, device=rows.device)[None, None, :] <= pos[:, None, None]
             rows = rows.masked_fill(~causal, 0.0)
@@ -138,11 +138,12 @@ def _example(model, inputs, targets, answers, layer: int, head: int) -> dict | N
         return None
     _, views = attention_views(model, inputs[b:b + 1])
     view = views[layer]
-    row = view.weights[0, head, t, :t + 1].float()
+    row = view.per_token(view.weights[0, head, t].float())[:t + 1]
     reach = answer_reach(model)
     offset = int(torch.stack([row[min(int(found[t]) + o, t)].abs() for o in range(reach)]).argmax())
     written = (found[graded] + offset).clamp(max=inputs.shape[1] - 1).unique()
     return {"layer": layer, "head": head, "query_position": t, "answer_position": int(found[t]),
             "reach": reach, "weights": [round(float(w), 5) for w in row],
-            "gram": [[round(float(g), 4) for g in r] for r in gram(view.keys[0, head, written].float())],
-            "key_positions": written.tolist()}
+            "gram": [[round(float(g), 4) for g in r] for r in gram(view.keys[0, head, view.columns(written)].float())],
+            "key_positions": written.tolist() if view.substeps == 1 else  # a key per write: "position.step"
+            [f"{p}.{s}" for p in written.tolist() for s in range(view.substeps)]}

@@ -70,7 +70,8 @@ def test_answer_positions_and_error_classes():
     assert analysis.classify_errors(inputs, targets, targets.clamp_min(0))["correct"] == 2
 
 
-@pytest.mark.parametrize("name,opts", [("softmax", {}), ("linear", {}), ("delta", {}), ("hybrid", {"pattern": "LS"})])
+@pytest.mark.parametrize("name,opts", [("softmax", {}), ("linear", {}), ("delta", {}), ("hybrid", {"pattern": "LS"}),
+                                      ("deltaproduct", {"householder": 3})])
 def test_summary_covers_every_layer_and_head(name, opts):
     from evalsuite import tasks
 
@@ -85,6 +86,8 @@ def test_summary_covers_every_layer_and_head(name, opts):
     assert {r["layer"] for r in out["interference"]} == {0, 1}
     for row in out["interference"]:  # both spaces, each beside random keys sent through the same map
         assert {"raw_coherence_mean", "random_coherence_mean", "random_raw_coherence_mean", "random_effective_rank"} <= set(row)
+    ex = out["example"]  # the report draws its Gram matrix labelled by key_positions (a key per write)
+    assert len(ex["gram"]) == len(ex["key_positions"]) and len(ex["weights"]) == ex["query_position"] + 1
 
 
 def test_random_keys_through_elu1_are_coherent_but_raw_random_keys_are_not():

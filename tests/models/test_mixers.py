@@ -20,6 +20,9 @@ VARIANTS = {
     "delta-chunked": dict(name="delta", chunk_size=4),
     "gated-delta": dict(name="delta", gated=True, chunk_size=4),
     "gated-delta-channel": dict(name="delta", gated=True, gate="channel", feature_dim=4),
+    "deltaproduct-3-negative": dict(name="deltaproduct", householder=3, negative_eigenvalues=True, chunk_size=5),
+    "gated-deltaproduct": dict(name="deltaproduct", gated=True, chunk_size=4),
+    "gated-deltaproduct-channel": dict(name="deltaproduct", gated=True, gate="channel", feature_dim=4),
     "hybrid-LDS": dict(name="hybrid", pattern="LDS", n_layers=3),
     "retnet": dict(name="gla", gate="fixed", chunk_size=4),
     "mamba2-gate": dict(name="gla", gate="scalar", chunk_size=4),
@@ -112,7 +115,10 @@ def test_the_attention_view_reproduces_the_mixer_output(name):
     for block in model.blocks:
         mixer = block.mixer
         view = mixer.attention(x)
-        assert view.weights.shape == (2, 2, 12, 12) and (view.weights.triu(1) == 0).all()
+        n = view.substeps  # writes per token (DeltaProduct: one column per write)
+        assert view.weights.shape == (2, 2, 12, 12 * n) and view.values.shape[2] == view.keys.shape[2] == 12 * n
+        future = torch.arange(12)[None, :] < torch.arange(12 * n)[:, None] // n  # [T, T n]: column of a later token
+        assert (view.weights[..., future.T] == 0).all()
         torch.testing.assert_close(mixer.read(view.weights @ view.values.float()), mixer(x), rtol=1e-4, atol=1e-5)
 
 
@@ -153,7 +159,8 @@ def test_per_channel_gates_against_a_naive_float64_loop():
     with torch.no_grad():
         mixer.gate.weight.normal_(0, 2.0)  # decays spread over (0, 1), not all near the initial 0.98
     x = torch.randn(2, 9, 16, dtype=torch.float64)
-    q, k, v, beta, log_alpha = mixer._project(x)  # [B, T, H, d], [B, T, H], [B, T, H, dk]
+    q, k, v, beta, log_alpha = mixer._project(x)  # [B, T, H, d], [B, T, H, n, d], [B, T, H, n], [B, T, H, dk]
+    k, v, beta = k[..., 0, :], v[..., 0, :], beta[..., 0]  # one step per token (n = 1)
     alpha = log_alpha.exp()
     assert alpha.min() < 0.5 and alpha.max() > 0.9
     out = torch.zeros_like(v)
