@@ -205,6 +205,19 @@ def parity(neg, pos, lin, **kw):
             + retask(cell("linear", lin, task="word_problem", d_model=32, **kw.get("l", {})), "lin", task))
 
 
+def deltaproduct(n2neg, n1neg, n1pos, n2pos, **kw):
+    """DeltaProduct on S3 at T 128: n_h 2 and 1 with eigenvalues in [-1, 1], then in [0, 1]
+    (``kw``: cell options per setting, keys "a" to "d" in that order)."""
+    task = {"group": "S3", "num_kv_pairs": None}
+
+    def one(tag, acc, n, negative):
+        model = {"householder": n, **({"negative_eigenvalues": True} if negative else {})}
+        return retask(cell("deltaproduct", acc, task="word_problem", d_model=32, seq_len=128, **kw.get(tag, {})),
+                      tag, task, model)
+    return (one("a", n2neg, 2, True) + one("b", n1neg, 1, True) + one("c", n1pos, 1, False)
+            + one("d", n2pos, 2, False))
+
+
 SEGMENTS = [{"seq_len": 128}, {"seq_len": 256}, {"seq_len": 1024}]
 
 
@@ -230,6 +243,9 @@ CASES.update({
             jrt(*[1 / 16] * 6)),
     "parity-negative-eigenvalues": (parity(1.0, 0.55, 0.5), parity(1.0, 0.99, 0.5), parity(1.0, 0.55, 0.5, p={"settled": False}),
                                     parity(0.5, 0.5, 0.5)),
+    "deltaproduct-state-tracking": (deltaproduct(1.0, 0.6, 0.4, 0.45), deltaproduct(1.0, 0.6, 0.4, 0.99),
+                                    deltaproduct(1.0, 0.6, 0.4, 0.45, b={"settled": False}),
+                                    deltaproduct(0.5, 0.5, 0.5, 0.5)),
     "induction-extrapolation": (induction(1.0, [1.0, 0.3, 0.07], 1.0, [1.0, 1.0, 1.0]),
                                 induction(1.0, [1.0, 1.0, 0.99], 1.0, [1.0, 1.0, 1.0]),
                                 induction(1.0, [1.0, 0.3, 0.07], 1.0, [1.0, 1.0, 1.0], settled=False),

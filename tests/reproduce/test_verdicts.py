@@ -7,8 +7,8 @@ import pytest
 from evalsuite import reproduce as rep
 from evalsuite.records import Outcome, Status, Verdict
 from evalsuite.reproduce.cells import Cell
-from tests.reproduce.synthetic import (CASES, NO_PROBES, cell, delta, hybrid, induction, judge, jrt, linear_width,
-                                       parity, probes, two)
+from tests.reproduce.synthetic import (CASES, NO_PROBES, cell, delta, deltaproduct, hybrid, induction, judge, jrt,
+                                       linear_width, parity, probes, two)
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -52,6 +52,17 @@ def test_parity_without_the_positive_control_is_inconclusive():
     assert v.status is Outcome.INCONCLUSIVE and "positive control" in v.why
     figures = " ".join(judge("parity-negative-eigenvalues", parity(1.0, 0.55, 0.5)).figures)
     assert "Grazzi" in figures
+
+
+def test_deltaproduct_reads_each_setting():
+    """n_h = 1 with [-1, 1] tracking S3 contradicts the edge of the claim; a positive control that
+    stays below the level makes the rest say nothing; test lengths are shown."""
+    v = judge("deltaproduct-state-tracking", deltaproduct(1.0, 0.995, 0.4, 0.45))
+    assert v.status is Outcome.NOT_REPRODUCED
+    assert [k for k, ok in v.checks.items() if ok is False] == ["S3, n_h=1, eigenvalues [-1, 1] stays below 0.95"]
+    v = judge("deltaproduct-state-tracking", deltaproduct(0.6, 0.5, 0.4, 0.45))
+    assert v.status is Outcome.INCONCLUSIVE and "positive control" in v.why
+    assert "Siems" in " ".join(judge("deltaproduct-state-tracking", deltaproduct(1.0, 0.6, 0.4, 0.45)).figures)
 
 
 def test_induction_judges_each_encoding():
