@@ -17,6 +17,21 @@ IGNORE = -100  # target value at positions that are not graded
 GENERIC_READERS = ("majority", "bigram", "position", "random_context", "most_frequent", "last", "current", "previous",
                    "first", "elimination", "order")
 FLOOR_WARNING = 0.9  # a configuration whose floor is above this leaves too little room to learn
+LONG_ONLY = 1024  # recall trained on one length this long or longer: Zoology's users saw 0 test accuracy
+
+
+def long_only_warning(train_tasks: list) -> str | None:
+    """A warning for recall trained on a single long length (HazyResearch/zoology issue 24: every
+    model trained only on very long sequences, e.g. T 4096 with 256 pairs, scored 0 on the test
+    set; a mixture of short and long ones generalises), else None."""
+    if len(train_tasks) != 1 or not hasattr(train_tasks[0].params, "num_kv_pairs"):
+        return None
+    T = train_tasks[0].params.seq_len
+    if T < LONG_ONLY:
+        return None
+    return (f"trained on one length only (T={T}): recall models trained only on long sequences often fail to learn "
+            f"at all (Zoology issue 24); train on a mixture of short and long ones (task.segments; the presets "
+            f"mixture and zoology-mixture do)")
 
 
 class TaskParams(Params):

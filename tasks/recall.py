@@ -72,10 +72,19 @@ class MQAR(Task):
             eval_segments=[{"seq_len": 64, "num_kv_pairs": 8}, {"seq_len": 64, "num_kv_pairs": 16},
                            {"seq_len": 128, "num_kv_pairs": 32}, {"seq_len": 256, "num_kv_pairs": 64},
                            {"seq_len": 512, "num_kv_pairs": 128}, {"seq_len": 1024, "num_kv_pairs": 256}]),
+        # Zoology's README mixture at CPU scale (the easy path to longer tests: a model trained on one
+        # long length alone often learns nothing, Zoology issue 24): train on (64, 4) x 5, (128, 8) and
+        # (128, 16); test up to 4x the longest training length with 4x its pairs
+        "mixture": dict(vocab_size=256, seq_len=64, num_kv_pairs=4, segments=[
+            {"seq_len": 64, "num_kv_pairs": 4, "share": 5}, {"seq_len": 128, "num_kv_pairs": 8},
+            {"seq_len": 128, "num_kv_pairs": 16}],
+            eval_segments=[{"seq_len": 64, "num_kv_pairs": 8}, {"seq_len": 128, "num_kv_pairs": 32},
+                           {"seq_len": 256, "num_kv_pairs": 32}, {"seq_len": 512, "num_kv_pairs": 64}]),
         # just read twice: the default setting with the pairs written twice (T 96 keeps 48 query slots)
         "jrt": dict(vocab_size=256, seq_len=96, num_kv_pairs=8, num_passes=2),
     }
     preset_bases = {"zoology-128": "zoology", "zoology-256": "zoology", "zoology-512": "zoology", "jrt": "default",
+                    "mixture": "extrapolate",
                     "zoology-mixture": "zoology-readme"}
     slice_keys = ("num_kv_pairs", "seq_len", "num_passes", "rebind")
     chance_rule = "1/D: answering one of the D values of the context at random"

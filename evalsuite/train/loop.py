@@ -25,7 +25,7 @@ from evalsuite.models.state import state_size
 from evalsuite.records import RunRecord, Status
 from evalsuite.tasks import IGNORE, Batch
 from evalsuite.tasks import readers
-from evalsuite.tasks.base import FLOOR_WARNING, majority_rate
+from evalsuite.tasks.base import FLOOR_WARNING, long_only_warning, majority_rate
 
 from . import branch
 from .data import Graded, make_data, stage
@@ -356,6 +356,8 @@ class TrainingState:
         if floor > FLOOR_WARNING:
             self.warnings.append(f"the floor is {floor:.3f} ({reader}): a reader with no memory of what {head_task.name} "
                                  f"tests scores above {FLOOR_WARNING} here, so this setting leaves little to learn")
+        if (advice := long_only_warning(self.config.task.train_tasks)):
+            self.warnings.append(advice)
         test_time = time.perf_counter() - begin
         self.metrics.update(
             accuracy=test["accuracy"], loss=test["loss"], graded=test["graded"], majority_rate=majority_rate(data["test"]),

@@ -126,3 +126,18 @@ def test_forgetting_mqar_refuses_what_it_cannot_lay_out():
                             (dict(num_kv_pairs=4, rebind=2, num_passes=2, seq_len=64), "num_passes 1 only")]:
         with pytest.raises(ValueError, match=message):
             tasks.get("recall", vocab_size=64, **params)
+
+
+def test_one_long_training_length_warns_and_the_mixture_presets_do_not():
+    """Zoology issue 24: recall trained only on very long sequences learned nothing; the mixture
+    presets (CPU and Zoology scale) train on short and long lengths and test on longer ones."""
+    from evalsuite.resolve import resolve
+    from evalsuite.tasks.base import long_only_warning
+
+    assert "issue 24" in long_only_warning([tasks.get("recall", vocab_size=1024, seq_len=1024, num_kv_pairs=64)])
+    assert long_only_warning([tasks.get("recall", seq_len=64)]) is None
+    for preset, longest in (("mixture", 512), ("zoology-mixture", 1024)):
+        spec = resolve("recall", "linear", preset=preset).task
+        assert len(spec.train_tasks) > 1 and long_only_warning(spec.train_tasks) is None
+        trained = max(t.params.seq_len for t in spec.train_tasks)
+        assert max(t.params.seq_len for t, _ in spec.evals) == longest >= 4 * trained
