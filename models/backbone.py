@@ -120,10 +120,10 @@ class Mixer(nn.Module):
         sequence (softmax, a window)."""
         return None
 
-    def read(self, o: torch.Tensor) -> torch.Tensor:
+    def read(self, o: torch.Tensor, x: torch.Tensor | None = None) -> torch.Tensor:
         """What the heads read, ``o [B, H, T, d]`` (an attention view's ``weights @ values``), as
-        the mixer's output ``[B, T, d_model]``: the output projection (a mixer that normalises its
-        reads first overrides this)."""
+        the mixer's output ``[B, T, d_model]`` given its input ``x [B, T, d_model]``: the output
+        projection (a mixer that normalises or gates its reads first overrides this)."""
         return self.out(self.merge_heads(o))
 
     def attention(self, x: torch.Tensor) -> AttentionView:

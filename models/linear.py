@@ -54,6 +54,13 @@ class LinearAttention(Mixer):
         weights = ops.linear_attention_matrix(phi_q, phi_k, self.options.normalize, self.options.eps)
         return AttentionView(weights, phi_k, v, raw_keys=k, key_map=self.feature_map.forward_key)
 
+    def read(self, o, x=None):
+        """The view's ``weights @ values`` as the output: with ``normalize=rmsnorm`` the weights are
+        the raw scores, and each row is RMS-normalised here as the forward pass does."""
+        if self.options.normalize == "rmsnorm":
+            o = ops.normalize_output(o, "rmsnorm", self.options.eps)
+        return self.out(self.merge_heads(o))
+
     def key_features(self) -> int:
         return self.feature_map.out_dim
 

@@ -82,3 +82,42 @@ def test_attention_matrix_reproduces_outputs(kind):
     weights = decayed_attention_matrix(q, k, log_g)
     assert torch.allclose(weights.double() @ v, decayed_attention(q, k, v, log_g), atol=1e-5)
     assert (weights.triu(1) == 0).all()
+
+
+def test_the_faithful_mamba2_and_retnet_forms_against_their_equations_in_float64():
+    """The gla mixer's Mamba-2 form (``step_size``, ``skip``, ``output_gate``): dt_t = softplus(w.x_t
+    + dt_bias), S_t = exp(-A dt_t) S_{t-1} + dt_t k_t v_t^T, y_t = S_t^T q_t + D v_t, then the RMS
+    norm, the swish gate and the output projection; RetNet's (fixed gammas per head, d_v = 2 d_k,
+    output gate). Looped with explicit per-head matrices, against the mixer's forward pass."""
+    import torch.nn.functional as F
+
+    from evalsuite.models.gla import GatedLinearAttention as GLA
+
+    torch.manual_seed(0)
+    for opts in (dict(gate="scalar", step_size=True, skip=True, output_gate=True),
+                 dict(gate="fixed", value_expansion=2, output_gate=True)):
+        mixer = GLA(16, 2, GLA.Options(chunk_size=4, **opts)).double()
+        x = torch.randn(2, 9, 16, dtype=torch.float64)
+        H, dk, dv = 2, mixer.qk_dim, mixer.v_dim
+        q, k, v = mixer.qkv(x).split([H * dk, H * dk, H * dv], dim=-1)
+        q = q * dk ** -0.5
+        out = torch.zeros(2, 9, H, dv, dtype=torch.float64)
+        for b in range(2):
+            for h in range(H):
+                S = torch.zeros(dk, dv, dtype=torch.float64)
+                for t in range(9):
+                    qt, kt, vt = (z[b, t].view(H, -1)[h] for z in (q, k, v))
+                    if opts["gate"] == "scalar":
+                        dt = F.softplus(mixer.gate(x[b, t])[h] + mixer.dt_bias[h])
+                        S = torch.exp(-mixer.A_log[h].exp() * dt) * S + dt * torch.outer(kt, vt)
+                    else:
+                        gamma = 1 - 2.0 ** (-5 - h)
+                        S = gamma * S + torch.outer(kt, vt)
+                    out[b, t, h] = S.T @ qt + (mixer.D[h] * vt if mixer.D is not None else 0)
+        out = out * torch.rsqrt(out.square().mean(-1, keepdim=True) + 1e-6)
+        out = out * F.silu(mixer.out_gate(x)).view(2, 9, H, dv)
+        with torch.no_grad():
+            torch.testing.assert_close(mixer(x), mixer.out(out.reshape(2, 9, H * dv)), rtol=1e-9, atol=1e-9)
+        assert mixer.state_size(9) == H * dk * dv
+    with pytest.raises(ValueError, match="set gate 'scalar'"):
+        GLA.Options(gate="vector", step_size=True)

@@ -27,6 +27,9 @@ VARIANTS = {
     "retnet": dict(name="gla", gate="fixed", chunk_size=4),
     "mamba2-gate": dict(name="gla", gate="scalar", chunk_size=4),
     "gla-chunked": dict(name="gla", gate="vector", chunk_size=4),
+    "gla-output-gate": dict(name="gla", gate="vector", output_gate=True, chunk_size=4),
+    "retnet-faithful": dict(name="gla", gate="fixed", output_gate=True, value_expansion=2, n_heads=4, chunk_size=4),
+    "mamba2-faithful": dict(name="gla", gate="scalar", step_size=True, skip=True, output_gate=True, chunk_size=4),
     "swa-window-4": dict(name="swa", window=4),
     "based-small": dict(name="based", window=3, feature_dim=4),
     "delta-feature-dim-4": dict(name="delta", feature_dim=4, chunk_size=4),
@@ -108,18 +111,19 @@ def test_state_size_is_what_decoding_carries(case):
         assert model.state_size(T) == carried(state), T
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_the_attention_view_reproduces_the_mixer_output(name):
-    model = build(name)
+@pytest.mark.parametrize("case", CASES)
+def test_the_attention_view_reproduces_the_mixer_output(case):
+    options = dict(CASES[case])
+    model = build(options.pop("name"), **options)
     x = torch.randn(2, 12, 16)
     for block in model.blocks:
         mixer = block.mixer
         view = mixer.attention(x)
         n = view.substeps  # writes per token (DeltaProduct: one column per write)
-        assert view.weights.shape == (2, 2, 12, 12 * n) and view.values.shape[2] == view.keys.shape[2] == 12 * n
+        assert view.weights.shape == (2, model.blocks[0].mixer.n_heads, 12, 12 * n) and view.values.shape[2] == view.keys.shape[2] == 12 * n
         future = torch.arange(12)[None, :] < torch.arange(12 * n)[:, None] // n  # [T, T n]: column of a later token
         assert (view.weights[..., future.T] == 0).all()
-        torch.testing.assert_close(mixer.read(view.weights @ view.values.float()), mixer(x), rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(mixer.read(view.weights @ view.values.float(), x), mixer(x), rtol=1e-4, atol=1e-5)
 
 
 def test_a_fixed_state_does_not_grow():
@@ -175,7 +179,7 @@ def test_per_channel_gates_against_a_naive_float64_loop():
     with torch.no_grad():
         torch.testing.assert_close(mixer(x), mixer.out(mixer.merge_heads(out.transpose(1, 2))), rtol=1e-9, atol=1e-9)
         view = mixer.attention(x)
-        torch.testing.assert_close(mixer.read(view.weights @ view.values), mixer(x), rtol=1e-9, atol=1e-9)
+        torch.testing.assert_close(mixer.read(view.weights @ view.values, x), mixer(x), rtol=1e-9, atol=1e-9)
     with pytest.raises(ValueError, match="set gated true"):
         DeltaRule.Options(gate="channel")
 
@@ -208,7 +212,7 @@ def test_rwkv7_against_the_papers_row_form_in_float64():
     with torch.no_grad():
         torch.testing.assert_close(mixer(x), mixer.out(mixer.merge_heads(out.transpose(1, 2))), rtol=1e-9, atol=1e-9)
         view = mixer.attention(x)
-        torch.testing.assert_close(mixer.read(view.weights @ view.values), mixer(x), rtol=1e-9, atol=1e-9)
+        torch.testing.assert_close(mixer.read(view.weights @ view.values, x), mixer(x), rtol=1e-9, atol=1e-9)
     assert mixer.state_size(100) == 2 * 3 * 8 and mixer.key_features() == 3
     wide = RWKV7(64, 4, RWKV7.Options())
     assert wide.state_size(1) == 64 * 64 // 4  # H x (d/H)^2 = d^2 / H

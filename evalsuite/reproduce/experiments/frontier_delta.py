@@ -1,12 +1,12 @@
 """Frontier (1 of 3): the delta rule reaches MQAR accuracy 0.9 with less state than additive
-(elu+1) and decayed (GLA, Mamba-2 gate, RetNet) linear attention (docs/FINDINGS.md, finding 9)."""
+(elu+1) and decayed (GLA, Mamba-2, RetNet) linear attention (docs/FINDINGS.md, finding 9)."""
 from __future__ import annotations
 
 from evalsuite.reproduce import frontier as fr
 from evalsuite.reproduce.cells import Cell
 from evalsuite.reproduce.experiment import Experiment, register
 
-DECAYED_AND_ADDITIVE = ("elu+1", "GLA", "Mamba-2 gate", "RetNet")
+DECAYED_AND_ADDITIVE = ("elu+1", "GLA", "Mamba-2", "RetNet")
 
 
 def check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str]]:

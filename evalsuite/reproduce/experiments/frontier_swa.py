@@ -6,7 +6,7 @@ from evalsuite.reproduce import frontier as fr
 from evalsuite.reproduce.cells import Cell
 from evalsuite.reproduce.experiment import Experiment, register
 
-FIXED_STATE = ("delta", "elu+1", "GLA", "Mamba-2 gate", "RetNet")
+FIXED_STATE = ("delta", "elu+1", "GLA", "Mamba-2", "RetNet")
 
 
 def check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str]]:
