@@ -42,9 +42,10 @@ def _load_run(store_path, run):
 @click.option("--setting", default=1, show_default=True, type=click.Choice(["1", "2"]),
               help="trained probe: 1 each key written once, 2 keys recur and the latest value counts")
 @click.option("--steps", default=4000, show_default=True, type=click.IntRange(min=1), help="trained probe: steps per S")
-@click.option("--variant", default="schlag", show_default=True, type=click.Choice(["schlag", "tied"]),
+@click.option("--variant", default="schlag", show_default=True, type=click.Choice(["schlag", "schlag-ce", "tied"]),
               help="trained probe: schlag = Schlag et al. 6.1 (one-hot values, own query projection, held-out knee); "
-                   "tied = random unit values, query through the key projection")
+                   "schlag-ce = the same trained with cross-entropy through a learned temperature (a language "
+                   "model's objective, not the paper's); tied = random unit values, query through the key projection")
 @click.option("--threshold", default=TARGET_ACCURACY, show_default=True, type=click.FloatRange(0, 1))
 @common.seed_option
 @click.option("--csv", "csv_path", default=None, type=click.Path(), help="also write the table as CSV")

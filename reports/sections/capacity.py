@@ -21,6 +21,9 @@ def _capacity(slices: pd.DataFrame, summary: list[dict], probes: pd.DataFrame | 
 
     section: dict = {"plots": [], "table": []}
     if probes is not None and not probes.empty:
+        if "variant" in probes:  # one curve per objective: the cross-entropy probe is not the paper's
+            ce = probes.variant == "schlag-ce"
+            probes = probes.assign(memory=probes.memory.where(~ce, probes.memory + " (cross-entropy)"))
         for (setting, trained), part in probes.groupby(["setting", "trained"]):
             knees = {}
             for mem, m in part.groupby("memory"):

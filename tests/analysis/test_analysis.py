@@ -155,6 +155,17 @@ def test_schlag_probe_follows_the_paper_and_the_tied_variant_remains():
     assert tied.variant.iloc[0] == "tied"
 
 
+def test_the_d_prime_law_is_the_squared_errors_the_cross_entropy_probe_passes_it():
+    """The same probe, memory and budget (elu+1 at d_key 4, 16 pairs, 3,000 steps): the paper's
+    squared error retrieves about d' = 4 pairs; cross-entropy through a learned temperature, which
+    asks only that each query score its own key highest, retrieves at least 2 d'."""
+    squared = analysis.capacity_probe("linear", d_key=4, pairs=[16], trained=True, steps=3000)
+    ce = analysis.capacity_probe("linear", d_key=4, pairs=[16], trained=True, steps=3000, variant="schlag-ce")
+    assert ce.variant.iloc[0] == "schlag-ce"
+    assert squared.accuracy.iloc[0] * 16 <= 1.25 * 4
+    assert ce.accuracy.iloc[0] * 16 >= 2 * 4
+
+
 def test_trained_probe_setting2_latest_value_wins_for_delta():
     """Keys recur: summing (linear) mixes a key's old and new values; the delta rule overwrites."""
     delta = analysis.capacity_probe("delta", d_key=8, pairs=[4], trained=True, setting=2, steps=1500)
