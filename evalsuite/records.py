@@ -82,6 +82,9 @@ for _name, _kind, _better, _agg, _text in [
     ("accuracy", float, True, "mean", "test accuracy over graded positions, at the checkpoint that validated best"),
     ("val_accuracy", float, True, "mean", "best validation accuracy (selects the checkpoint and the learning rate)"),
     ("loss", float, False, "mean", "test cross-entropy over graded positions"),
+    ("tvd", float, False, "mean", "test total variation distance to the true next-token distribution (tasks that "
+                                  "know it: RegBench)"),
+    ("tvd_floor", float, None, "mean", "the best tvd of an in-context bigram or trigram model on the same positions (RegBench's floor)"),
     ("train_loss", float, False, "mean", "training loss at the last step"),
     ("context_chance", float, None, "mean", "the task's chance floor (MQAR: 1/D, answering some value of the context)"),
     ("majority_rate", float, None, "mean", "accuracy of always answering the most common test label"),

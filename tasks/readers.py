@@ -157,8 +157,10 @@ def fit(train: Batch | None) -> dict:
     return {"majority": majority, "bigram": most_common(x[rows, cols]), "position": most_common(cols)}
 
 
-def accuracy(name: str, test: Batch, span: tuple[int, int], fitted: dict, extra: dict | None = None) -> float:
-    """One reader's accuracy on ``test`` (mean over scored positions of [target in C] / |C|)."""
+def accuracy(name: str, test: Batch, span: tuple[int, int], fitted: dict, extra: dict | None = None,
+             valid: np.ndarray | None = None) -> float:
+    """One reader's accuracy on ``test`` (mean over scored positions of [target in C] / |C|; with
+    ``valid`` ``[n, T, V]``, a task accepting several answers, of |C & valid| / |C|)."""
     fn = (extra or {}).get(name) or READERS[name]
     mask = test.score_mask.numpy()
     x, y = test.inputs.numpy(), test.targets.numpy()
@@ -168,8 +170,12 @@ def accuracy(name: str, test: Batch, span: tuple[int, int], fitted: dict, extra:
         if not pos.size:
             continue
         for t, candidates in zip(pos.tolist(), fn(x[i], pos, span, fitted)):
-            if candidates and int(y[i, t]) in candidates:
-                hits += 1.0 / len(candidates)
+            if not candidates:
+                continue
+            if valid is None:
+                hits += (int(y[i, t]) in candidates) / len(candidates)
+            else:
+                hits += sum(bool(valid[i, t, c]) for c in candidates if 0 <= c < valid.shape[2]) / len(candidates)
         total += pos.size
     return hits / total if total else 0.0
 
@@ -184,7 +190,8 @@ def floor(task, test: Batch, train: Batch | None, fitted: dict | None = None) ->
     # the task's stated rule (``Task.chance_rule``) is one more, where it reads the context: a majority-class
     # rule counts test labels, and the ``majority`` reader fitted on the training split stands for it
     scores = {"chance_rule": task.context_chance(test)} if task.answer_tokens() is not None else {}
-    scores.update({n: accuracy(n, test, span, fitted, extra) for n in names})
+    valid = task.valid_tokens(test).numpy() if hasattr(task, "valid_tokens") else None
+    scores.update({n: accuracy(n, test, span, fitted, extra, valid) for n in names})
     order = list(scores)
     best = max(order, key=lambda n: (scores[n], -order.index(n)))  # a tie goes to the stated rule, then the list's order
     return scores[best], best, scores

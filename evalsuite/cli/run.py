@@ -85,8 +85,11 @@ def _summary(result, store_path, report) -> str:
                 f"chance {m['context_chance']:.4f}: {m.get('chance_rule', '')}; majority class {m['majority_rate']:.4f})"
         budget = f" of {m['budget_steps']}, best at step {m['best_step']}" if "budget_steps" in m else ""
         rows += [("test accuracy", f"{m['accuracy']:.4f}{floor}"), ("val accuracy", f"{m['val_accuracy']:.4f}"),
-                 ("test loss", f"{m['loss']:.4f}"),
-                 ("steps", f"{m['steps']}{budget} ({m['steps_per_s']:.0f} steps/s)")]
+                 ("test loss", f"{m['loss']:.4f}")]
+        if m.get("tvd") is not None:
+            rows.append(("test tvd", f"{m['tvd']:.4f}  (lower is better; floor {m['tvd_floor']:.4f}: the best in-context "
+                                     f"n-gram model)"))
+        rows += [("steps", f"{m['steps']}{budget} ({m['steps_per_s']:.0f} steps/s)")]
         if convergence_note(m):
             rows.append(("convergence", convergence_note(m)))
     if "wall_time_s" in m:

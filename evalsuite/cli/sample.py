@@ -43,7 +43,7 @@ def sample(task, preset, overrides, count, seed, out, overwrite):
         answers = task_obj.decode(batch.targets[i].clamp(min=0))
         shown = [f"[{tok} => {ans}]" if mask[i, j] else tok for j, (tok, ans) in enumerate(zip(names, answers))]
         meta = ", ".join(f"{k}={v[i].item():.3g}" if v.dtype.is_floating_point else f"{k}={v[i].item()}"
-                         for k, v in batch.meta.items())
+                         for k, v in batch.meta.items() if v[i].numel() == 1)  # a table (an automaton): in exports
         click.echo(f"\n## example {i} ({meta})\n" + " ".join(shown))
 
 
@@ -63,6 +63,6 @@ def _export(batch, path: Path, section: dict) -> None:
         return
     lines = [json.dumps({"inputs": batch.inputs[i].tolist(), "targets": batch.targets[i].tolist(),
                          "scored": scored[i].nonzero()[:, 0].tolist(),
-                         "meta": {k: v[i].item() for k, v in batch.meta.items()}, "task": section})
+                         "meta": {k: v[i].tolist() for k, v in batch.meta.items()}, "task": section})
              for i in range(len(batch))]
     files.write_text(path, "\n".join(lines) + "\n")

@@ -19,12 +19,17 @@ def autocast_for(device: torch.device, precision: str):
 
 @torch.no_grad()
 def evaluate(model, data: Batch, device: torch.device, precision: str = "auto", batch_size: int = 256,
-             slice_keys: tuple[str, ...] = ()) -> dict:
+             slice_keys: tuple[str, ...] = (), task=None) -> dict:
     """Accuracy and mean loss over the scored positions of ``data``; with ``slice_keys``, also
-    accuracy per value of that per-example metadata (``slices``)."""
+    accuracy per value of that per-example metadata (``slices``). A ``task`` whose next token may
+    be any of several (``valid_tokens`` and ``next_distribution``, RegBench) counts the argmax over
+    its answer tokens as right when it is valid, and adds ``tvd``, the mean total variation distance to the true
+    next-token distribution."""
     was_training = model.training
     model.eval()
     correct, counts, losses = [], [], []
+    graded_by = getattr(task, "valid_tokens", None)
+    tvd = 0.0
     batch_size = eval_batch_size(data.inputs.shape[1], batch_size)  # long segments: fewer examples a batch
     for start in range(0, len(data), batch_size):
         batch = data[start:start + batch_size].to(device)
@@ -35,13 +40,22 @@ def evaluate(model, data: Batch, device: torch.device, precision: str = "auto", 
         target = batch.targets[mask]
         losses.append(F.cross_entropy(logits, target, reduction="sum").item() if target.numel() else 0.0)
         rows = mask.nonzero()[:, 0]  # example of each scored position
-        hits = (logits.argmax(-1) == target).long()
+        if graded_by is None:
+            hits = (logits.argmax(-1) == target).long()
+        else:
+            valid = graded_by(batch)[mask]                                     # [m, V] the answers accepted
+            lo, hi = task.answer_tokens() or (0, logits.shape[-1])            # the argmax among the answer tokens
+            hits = valid.gather(1, logits[:, lo:hi].argmax(-1)[:, None] + lo)[:, 0].long()
+            truth = task.next_distribution(batch)[mask]                        # [m, V]
+            tvd += 0.5 * (logits.softmax(-1) - truth).abs().sum().item()
         correct.append(torch.zeros(len(batch), dtype=torch.long, device=device).index_add_(0, rows, hits).cpu())
         counts.append(mask.sum(1).cpu())
     model.train(was_training)
     correct, counts = torch.cat(correct), torch.cat(counts)
     total = int(counts.sum())
     out = {"accuracy": int(correct.sum()) / max(total, 1), "loss": sum(losses) / max(total, 1), "graded": total}
+    if graded_by is not None:
+        out["tvd"] = tvd / max(total, 1)
     keys = [k for k in slice_keys if k in data.meta]
     if keys:
         groups: dict[tuple, list[int]] = {}

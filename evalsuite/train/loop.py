@@ -223,6 +223,9 @@ class TrainingState:
         begin = time.perf_counter()
         data, self.eval_sets = make_data(self.config.task, self.train, self.seed, cache_dir=cache_dir)
         self.data, self.tasks = data, self.config.task.tasks
+        # a task that grades several answers as right (RegBench) grades every split, when the whole run is that task
+        graders = [t for t in self.tasks + list(self.config.task.evals) if hasattr(t, "valid_tokens")]
+        self.grader = graders[0] if len(graders) == len(self.tasks) + len(self.config.task.evals) else None
         self.slice_keys = tuple(dict.fromkeys(k for t in self.tasks for k in t.slice_keys))
         self.model = self.config.model.build(self.config.task.vocab_size).to(self.device)
         self.rng = torch.get_rng_state()  # what random feature maps draw from (resample)
@@ -278,7 +281,7 @@ class TrainingState:
             raise Diverged(f"training loss became {float(self.losses[bad])} at step {self.step - len(self.losses) + bad + 1}")
         self.loss_value, self.losses = float(self.losses[-1]), []
         begin = time.perf_counter()
-        val = evaluate(self.model, self.data["val"], self.device, self.train.precision)
+        val = evaluate(self.model, self.data["val"], self.device, self.train.precision, task=self.grader)
         self.eval_time += time.perf_counter() - begin
         self.history.append({"step": self.step, "train_loss": self.loss_value, "val_loss": val["loss"],
                              "val_accuracy": val["accuracy"], "lr": self.schedule.get_last_lr()[0]})
@@ -344,10 +347,10 @@ class TrainingState:
             model.load_state_dict(self.best["state"])  # report the checkpoint that validated best
         self.best["state"] = None
         begin = time.perf_counter()
-        test = evaluate(model, data["test"], self.device, train.precision, slice_keys=self.slice_keys)
+        test = evaluate(model, data["test"], self.device, train.precision, slice_keys=self.slice_keys, task=self.grader)
         slices = [{"split": "test", **s} for s in self.slice_floors(test.get("slices", []), data["test"])]
         for i, eval_set in enumerate(self.eval_sets):
-            ev = evaluate(model, eval_set, self.device, train.precision, slice_keys=self.slice_keys)
+            ev = evaluate(model, eval_set, self.device, train.precision, slice_keys=self.slice_keys, task=self.grader)
             self.metrics[f"eval_{i}_accuracy"] = ev["accuracy"]
             slices.extend({"split": f"eval_{i}", **s} for s in self.slice_floors(
                 ev.get("slices") or [{"accuracy": ev["accuracy"], "graded": ev["graded"]}], eval_set))
@@ -359,6 +362,8 @@ class TrainingState:
         if (advice := long_only_warning(self.config.task.train_tasks)):
             self.warnings.append(advice)
         test_time = time.perf_counter() - begin
+        if "tvd" in test:
+            self.metrics.update(tvd=test["tvd"], tvd_floor=min(self.grader.ngram_tvd(data["test"], n) for n in (2, 3)))
         self.metrics.update(
             accuracy=test["accuracy"], loss=test["loss"], graded=test["graded"], majority_rate=majority_rate(data["test"]),
             context_chance=head_task.context_chance(data["test"]), chance_rule=head_task.chance_rule,
