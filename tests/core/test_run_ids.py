@@ -46,6 +46,7 @@ def committed():
 NEW_POINTS = {"induction-extrapolation": "softmax with sinusoidal, RoPE and xPos positions (issue 25)",
               "capacity-law": "a new experiment (issue 26)",
               "deltaproduct-state-tracking": "a new experiment (issue 29)",
+              "mad": "a new experiment (issue 29)",
               **{name: "re-set where the state is the bottleneck: d' by feature_dim, D = 4 d' (issue 26)"
                  for name in ("linear-width", "delta-vs-linear", "hybrid-recovery", "jrt",
                               "frontier-delta", "frontier-swa", "frontier-based")}}

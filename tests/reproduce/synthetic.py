@@ -297,3 +297,29 @@ def law_label(key: str) -> str:
 
 CASES["capacity-law"] = (capacity_law(), capacity_law(dpfp16=8), capacity_law(unsettled=("elu+1",)),
                          capacity_law(soft=1 / 8, **{k: 0 for k in ("elu", "dpfp8", "performer", "delta", "dpfp16")}))
+
+
+def mad(recall=None, memo=None, unsettled=()):
+    """MAD's CPU cut: every model at each level. ``recall`` / ``memo``: model -> accuracy on the
+    recall levels / on memorisation (defaults: the published orderings hold); ``unsettled``:
+    (model, level name) cells with one run."""
+    from evalsuite.reproduce.experiments import mad as m
+    recall = {"softmax": 1.0, "delta": 1.0, "elu+1": 0.5, "Mamba-2": 0.6, **(recall or {})}
+    memo = {"softmax": 0.9, "elu+1": 0.9, "Mamba-2": 0.9, "delta": 0.5, **(memo or {})}
+    runs = []
+    for name in m.CPU["models"]:
+        keys = m.MODELS[name]
+        model = {k.split(".", 1)[1]: v for k, v in keys.items() if k != "model" and k != "model.feature_map"}
+        for lv in m.CPU["levels"]:
+            acc = (recall if lv["task_label"] == "in-context recall" else memo)[name]
+            base = cell(keys["model"], acc, pairs=8, settled=(name, lv["name"]) not in unsettled)
+            task = {"name": lv["task"], "num_kv_pairs": None, **{k.split(".", 1)[1]: v for k, v in lv["settings"].items()}}
+            train = {"weight_decay": 0.1, **{k.split(".", 1)[1]: v for k, v in lv["train"].items() if k != "train.epochs"}}
+            for r in retask(base, f"{name}{lv['name']}", task, model):
+                runs.append(r.model_copy(update={"config": {**r.config, "train": {**r.config["train"], **train}}}))
+    return runs
+
+
+CASES["mad"] = (mad(), mad(recall={"Mamba-2": 1.0}), mad(unsettled=(("Mamba-2", "V64 T128"),)),
+                mad(recall={k: 1 / 8 for k in ("softmax", "delta", "elu+1", "Mamba-2")},
+                    memo={k: 1 / 8 for k in ("softmax", "delta", "elu+1", "Mamba-2")}))

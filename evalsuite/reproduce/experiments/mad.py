@@ -1,0 +1,179 @@
+"""MAD (Poli et al. 2024, "Mechanistic design and scaling of hybrid architectures"; athms/mad-lab):
+a task's MAD score is the mean over its difficulty levels of the best test accuracy over a
+learning-rate x weight-decay grid. Published (FINDINGS 18; six tasks, width 128): Transformer 74.5,
+DeltaNet 71.8, Mamba 69.3, GLA 60.0 overall; in-context recall DeltaNet 100 against GLA 80.8;
+memorisation DeltaNet 52.8 against Mamba 89.5. The orderings judged here: softmax above the
+fixed-state mixers (elu+1, GLA, the Mamba-2 form) on in-context recall, and the Mamba-2 form
+above the delta rule on memorisation.
+
+The protocol (mad-lab ``configs/tasks/*.yml``, ``mad/configs.py``): each task at a baseline and at
+levels that change one variable at a time (in-context recall: vocabulary 16 -> 32 / 64 / 128, T 128
+-> 256 / 512 / 1,024, 12,800 training examples -> 6,400 ... 800); lr {1e-4, 5e-4, 1e-3} x weight
+decay {0, 0.1}; AdamW, cosine, 200 epochs of batch 128; two blocks of (mixer, SwiGLU) at width 128.
+
+CPU scale (cut before the seeds): in-context recall at one of MAD's levels (vocabulary 64, T 128)
+and memorisation at three (vocabulary 256, 1,024, 4,096; T 32, 256 training examples, 200
+epochs); each ordering is judged at its task's hardest level here, the score is the mean over
+the levels; softmax, elu+1, the delta rule and the Mamba-2 form (GLA's per-channel gate trains at
+1 step/s at T 128 on this CPU, so GLA runs at paper scale only); the CPU rates at weight decay
+0.1 only; the default backbone at
+width 64 (two layers, a short convolution, no MLP); recall trains 6 epochs of 12,800 (1,200 steps;
+the escalation reruns a cell that does not learn at 4x). So the score printed is a different
+number from the published one, and is labelled so. Paper scale: in-context, noisy and
+memorisation levels as MAD's configs, selective copying's baseline, the full grid, width 128, 200
+epochs. Deviations at both scales: MAD's compression task is not built (it needs an
+encoder-decoder head) and fuzzy recall is left out (our generator's parameters are not MAD's
+vocabulary and length), so the scores cover four tasks; our wsd schedule and early stop at 0.99
+validation instead of cosine for 200 epochs; the rate is chosen by validation on seed 0 (MAD
+takes the best test accuracy), then three seeds at it.
+"""
+from __future__ import annotations
+
+import statistics
+
+from evalsuite.reproduce.cells import Cell
+from evalsuite.reproduce.experiment import Experiment, register
+from evalsuite.reproduce.protocol import CPU_LRS
+from evalsuite.reproduce.verdict import above, runnable, unsettled
+
+MODELS = {
+    "softmax": {"model": "softmax"},
+    "elu+1": {"model": "linear", "model.feature_map": "elu1"},
+    "delta": {"model": "delta"},
+    "GLA": {"model": "gla", "model.gate": "vector", "model.output_gate": True},
+    "Mamba-2": {"model": "gla", "model.gate": "scalar", "model.step_size": True, "model.skip": True,
+                "model.output_gate": True},
+}
+FIXED_STATE = ("elu+1", "GLA", "Mamba-2")  # judged below softmax on recall (DeltaNet ties softmax there)
+PUBLISHED = "Transformer 74.5, DeltaNet 71.8, Mamba 69.3, GLA 60.0 (six tasks, the full grid, width 128)"
+MAD_LRS = [1e-4, 5e-4, 1e-3]
+
+
+def level(task_label: str, task: str, name: str, settings: dict, train: dict | None = None) -> dict:
+    return {"task_label": task_label, "task": task, "name": name, "settings": settings, "train": train or {}}
+
+
+def _recall(name, vocab=16, T=128, n=12800, noise=0.0, label="in-context recall"):
+    return level(label, "recall_mad", name, {"task.vocab_size": vocab, "task.seq_len": T, "task.noise_fraction": noise},
+                 {"train.num_train": n})
+
+
+def _memorize(name, vocab=256):
+    return level("memorization", "memorize", name, {"task.vocab_size": vocab, "task.seq_len": 32},
+                 {"train.num_train": 256, "train.epochs": 200})
+
+
+CPU_LEVELS = [_recall("V64 T128", vocab=64)] + [_memorize(f"V{v}", v) for v in (256, 1024, 4096)]
+PAPER_LEVELS = (
+    [_recall("V16 T128")] + [_recall(f"V{v} T128", vocab=v) for v in (32, 64, 128)]
+    + [_recall(f"V16 T{T}", T=T) for T in (256, 512, 1024)] + [_recall(f"V16 n{n}", n=n) for n in (6400, 3200, 1600, 800)]
+    # noisy: MAD's vocabulary counts its 16 noise tokens (32 = 16 + 16); ours keeps them apart (noise_vocab 16)
+    + [_recall("noisy V16 T128 f0.2", noise=0.2, label="noisy recall")]
+    + [_recall(f"noisy V{v - 16} T128 f0.2", vocab=v - 16, noise=0.2, label="noisy recall") for v in (48, 80, 144)]
+    + [_recall(f"noisy V16 T{T} f0.2", T=T, noise=0.2, label="noisy recall") for T in (256, 512, 1024)]
+    + [_recall(f"noisy V16 f{f}", noise=f, label="noisy recall") for f in (0.4, 0.6, 0.8)]
+    + [_memorize("V256")] + [_memorize(f"V{v}", v) for v in (512, 1024, 2048, 4096, 8192)]
+    + [level("selective copying", "selective_copy", "V16 T256 k16",
+             {"task.vocab_size": 16, "task.seq_len": 256, "task.num_tokens": 16}, {"train.num_train": 12800})])
+
+
+def _where(settings: dict) -> dict:
+    return {k.replace(".", "__"): v for k, v in settings.items()}
+
+
+def label(model: str, lv: dict, wd: float | None = None) -> str:
+    return f"{model} on {lv['task_label']} {lv['name']}" + ("" if wd is None else f", wd {wd}")
+
+
+def cells_by_setting(runs, p) -> dict[tuple[str, str, float], Cell]:
+    """(model label, level name, weight decay) -> its cell."""
+    out = {}
+    for m in p["models"]:
+        keys = MODELS[m]
+        for lv in p["levels"]:
+            for wd in p["weight_decays"]:
+                where = {"task__name": lv["task"], "model__d_model": p["d_model"], "train__weight_decay": wd,
+                         **_where({k: v for k, v in keys.items() if k != "model"}), "model__name": keys["model"],
+                         **_where(lv["settings"]), **_where({k: v for k, v in lv["train"].items() if k != "train.epochs"})}
+                out[m, lv["name"], wd] = Cell.of(runs, label(m, lv, wd if len(p["weight_decays"]) > 1 else None), **where)
+    return out
+
+
+def best(cells, m: str, lv: dict, p) -> Cell:
+    """The weight decay MAD would keep: the better validation figure (one decay at CPU scale)."""
+    return max((cells[m, lv["name"], wd] for wd in p["weight_decays"]), key=lambda c: c.val)
+
+
+def scores(cells, p) -> dict[str, dict[str, float]]:
+    """model -> task label -> mean accuracy over its levels (the CPU cut's MAD score), and "mean"."""
+    out = {}
+    for m in p["models"]:
+        per_task: dict[str, list[float]] = {}
+        for lv in p["levels"]:
+            per_task.setdefault(lv["task_label"], []).append(best(cells, m, lv, p).acc)
+        out[m] = {t: statistics.fmean(v) for t, v in per_task.items()}
+        out[m]["mean"] = statistics.fmean(out[m][t] for t in per_task)
+    return out
+
+
+def _all(values) -> bool | None:
+    values = list(values)
+    return True if all(v is True for v in values) else False if any(v is False for v in values) else None
+
+
+def verdict(runs, probes, p, judge):
+    cells = cells_by_setting(runs, p)
+    cs = list(cells.values())
+    if (v := judge.missing(cs)):
+        return v
+    figures = [c.figure() for c in cs]
+    recall = [lv for lv in p["levels"] if lv["task_label"] == "in-context recall"]
+    memo = [lv for lv in p["levels"] if lv["task_label"] == "memorization"]
+    control = best(cells, "softmax", recall[0], p)
+    if (v := judge.control(control, figures)):
+        return v
+    s = scores(cells, p)
+    for m, per in s.items():
+        figures.append(f"MAD score, {p['scale_note']} ({m}): " + ", ".join(f"{t} {100 * a:.1f}" for t, a in per.items()))
+    figures.append(f"published MAD scores, a different number (FINDINGS 18): {PUBLISHED}; in-context recall DeltaNet "
+                   f"100 vs GLA 80.8; memorisation DeltaNet 52.8 vs Mamba 89.5")
+    hardest = recall[-1]
+    fixed = [m for m in FIXED_STATE if m in p["models"]]
+    checks = {f"softmax above {', '.join(fixed)} on in-context recall {hardest['name']}":
+              _all(above(best(cells, "softmax", hardest, p), best(cells, m, hardest, p)) for m in fixed),
+              f"the Mamba-2 form above the delta rule on memorisation {memo[-1]['name']}":
+              above(best(cells, "Mamba-2", memo[-1], p), best(cells, "delta", memo[-1], p))}
+    return judge.decide(figures, checks, unsettled(cs), can_run=runnable(cs))
+
+
+CPU = {"levels": CPU_LEVELS, "weight_decays": [0.1], "d_model": 64, "models": ["softmax", "elu+1", "delta", "Mamba-2"],
+       "scale_note": "CPU cut (1 recall and 3 memorisation levels; weight decay 0.1 only)"}
+PAPER = {"levels": PAPER_LEVELS, "weight_decays": [0.0, 0.1], "d_model": 128, "models": list(MODELS),
+         "scale_note": "four tasks (no compression or fuzzy recall)"}
+
+
+def spec(p: dict, rates: list[float], recall_epochs: float) -> dict:
+    points = []
+    for keys in (MODELS[m] for m in p["models"]):
+        for lv in p["levels"]:
+            train = {"train.epochs": recall_epochs, **lv["train"]}
+            for wd in p["weight_decays"]:
+                for lr in rates:
+                    points.append({"task": lv["task"], **keys, **lv["settings"], **train, "model.d_model": p["d_model"],
+                                   "train.weight_decay": wd, "train.lr": lr})
+    # the base is a point (it adds no run), one whose keys every other point sets: a memorisation one
+    base = next(q for q in points if q["task"] == "memorize")
+    return {"base": {**base, "preset": "default"}, "points": points}
+
+
+register(Experiment(
+    "mad", "MAD's published orderings: softmax above the fixed-state mixers on in-context recall; the Mamba-2 form "
+    "above the delta rule on memorisation (the scores are shown beside the published ones, labelled as a different "
+    "number).", "Poli et al. 2024, MAD (athms/mad-lab)",
+    # cpu, projected from the smoke run's step rates (one thread each beside a two-worker sweep: recall
+    # T 128 softmax 6.4, elu+1 5.1, delta 3.6, Mamba-2 5.5 steps/s; memorisation 20-33): 24 recall runs
+    # of 1,200 steps about 100 CPU-min, 72 memorisation runs about 30, 4x reruns of two recall cells
+    # and a few memorisation ones about 135; about 265 CPU-min loaded, 90 min on 2 idle workers
+    verdict, params={"cpu": CPU, "paper": PAPER}, minutes={"cpu": 90, "paper": 3000},
+    specs={"cpu": spec(CPU, CPU_LRS, 6), "paper": spec(PAPER, MAD_LRS, 200)},
+    cells=lambda runs, p: list(cells_by_setting(runs, p).values()), order=116))
