@@ -104,7 +104,16 @@ def resolve(task: str, model: str, *, preset: str = "default", overrides: Iterab
 
 
 def _resolve_model(model: str, options: dict, task: TaskSpec) -> ModelSpec:
-    """The one place a model section is split and checked against the task's lengths."""
+    """The one place a model section is split and checked against the task's lengths (and given
+    the readout its task is read by: MAD's compression is read by the autoencoder)."""
+    needs = {getattr(t, "readout", "causal") for t in task.tasks}
+    if len(needs) > 1:
+        raise ConfigError(f"task: {task.name}'s segments need different readouts ({', '.join(sorted(needs))})")
+    need = needs.pop()
+    if options.get("readout", need) != need:
+        raise ConfigError(f"model.readout: task {task.name} is read by the {need} readout, got {options['readout']!r}")
+    if need != "causal":
+        options = {**options, "readout": need}
     try:
         spec = ModelSpec.parse({"name": model, **options})
     except ValidationError as err:

@@ -38,6 +38,12 @@ class BackboneOptions(Params):
     max_len: int | None = Field(None, ge=1, description="longest sequence for learned positions (default: the task's seq_len)")
     mlp_ratio: float = Field(0.0, ge=0, description="MLP hidden size / d_model; 0 disables the MLP")
     conv_kernel: int = Field(4, ge=0, le=16, description="short causal depthwise convolution before each mixer; 0 disables")
+    readout: Literal["causal", "autoencoder"] = Field(
+        "causal", description="causal: logits at every position (a language model); autoencoder: every position "
+                              "decoded from the last position's hidden state plus a sinusoidal position, through a "
+                              "2-layer MLP (MAD's compression model)")
+
+    LATE_FIELDS = frozenset({"readout"})
 
 
 @dataclass
@@ -230,6 +236,10 @@ class LanguageModel(nn.Module):
                 m.rotary_kind = backbone.positions
         self.blocks = nn.ModuleList(Block(d_model, m, backbone.conv_kernel, backbone.mlp_ratio) for m in mixers)
         self.norm = nn.LayerNorm(d_model)
+        self.decoder = None
+        if backbone.readout == "autoencoder":  # MAD's AutoEncoder decoder: norm, linear, GELU, twice, then a norm
+            self.decoder = nn.Sequential(nn.RMSNorm(d_model), nn.Linear(d_model, d_model), nn.GELU(),
+                                         nn.RMSNorm(d_model), nn.Linear(d_model, d_model), nn.GELU(), nn.RMSNorm(d_model))
         self.apply(_init_weights)
         for module in self.modules():  # learned feature maps start from their own init (hedgehog: identity)
             if isinstance(module, FeatureMap):
@@ -248,7 +258,13 @@ class LanguageModel(nn.Module):
             x = x + pe.sinusoidal(torch.arange(inputs.shape[1], device=inputs.device), self.d_model).to(x.dtype)
         for block in self.blocks:
             x = block(x)
-        return self.norm(x)
+        x = self.norm(x)
+        if self.decoder is None:
+            return x
+        T = inputs.shape[1]
+        code = x[:, -1:]                                                       # [n, 1, d]: the sequence's encoding
+        where = pe.sinusoidal(torch.arange(T, device=inputs.device), self.d_model).to(x.dtype)   # [T, d]
+        return self.decoder(code + where)                                      # [n, T, d]: each position decoded
 
     def head(self, h: torch.Tensor) -> torch.Tensor:
         return F.linear(h, self.embed.weight)  # tied output head
@@ -270,6 +286,9 @@ class LanguageModel(nn.Module):
         """Decode one token per sequence: ``tokens [B]`` -> ``(logits [B, vocab], new state)``.
 
         Linear and delta layers carry a fixed-size state; softmax layers a KV cache."""
+        if self.decoder is not None:
+            raise ValueError("readout='autoencoder' decodes every position from the whole sequence's encoding: it has "
+                             "no token-by-token decoding")
         t = state["t"]
         x = self.embed(tokens)
         if self.pos is not None:

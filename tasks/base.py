@@ -118,6 +118,8 @@ class Task:
     # the readers of ``tasks.readers`` that use no memory of what this task tests (the floor is the
     # best of them, plus ``own_readers``): a reader that would be the task's own solution is left out
     readers: ClassVar[tuple[str, ...]] = GENERIC_READERS
+    # the model readout the task is read by (``model.readout``; compression: "autoencoder")
+    readout: ClassVar[str] = "causal"
 
     def __init__(self, **params):
         self.params = self.Params(**params)
