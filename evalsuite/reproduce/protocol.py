@@ -17,7 +17,11 @@ PAPER_BASE = {"task": "recall", "model": "softmax", "preset": "zoology"}
 # finding rests on a fixed state falling short (issue 26): D = 16 pairs = 4 d'. Twice d' is not
 # enough in this backbone: in the capacity-law store elu+1 at d' = 8 and D = 16 reached 0.71 to 0.81
 # at the base budget but 0.976 at 4x it (+0.18 to +0.23 on each of three seeds), a shortfall of
-# budget, not of state. Whether D = 4 d' holds is what each experiment's own 4x reruns say.
+# budget, not of state. Nor does D = 4 d' hold there: elu+1 at d' = 8 and D = 32 went from 0.27-0.40
+# at the base budget to 0.965 at 4x (+0.56 to +0.70 on each of three seeds; segment 6). The trained
+# probe shows why: under cross-entropy a state of d' = 8 features holds 64 of 64 pairs and 180 of
+# 256 (docs/guide/analysis.md), so no D near d' makes the key side the bottleneck of a model trained
+# with cross-entropy; each experiment's own 4x reruns decide, and may overturn, its shortfall.
 CPU_FEATURE_DIM = 4
 
 
