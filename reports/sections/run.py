@@ -27,6 +27,7 @@ class Run(Section):
                 "val": m.get("val_accuracy"), "floor": floor, "floor_reader": m.get("floor_reader") or "chance rule",
                 "target": target, "above_floor": None if acc is None or floor is None else acc - floor,
                 "steps": m.get("steps"), "budget": m.get("budget_steps"), "best_step": m.get("best_step"),
+                "tvd": m.get("tvd"), "tvd_floor": m.get("tvd_floor"),
                 "undertrained": bool(m.get("undertrained")), "note": convergence_note(m), "error": r.first_error_line()
                 if r.error else None, "warnings": r.warnings,
                 "curve": plots.run_curve(r.history, floor=floor, target=target, title=label, fmt=fmt)}
