@@ -127,6 +127,10 @@ class RegBench(Task):
         valid[..., SEP] = False
         return valid
 
+    def tvd_floor(self, batch: Batch) -> float:
+        """The best TVD of an in-context bigram or trigram count model (``ngram_tvd``)."""
+        return min(self.ngram_tvd(batch, n) for n in (2, 3))
+
     def ngram_tvd(self, batch: Batch, order: int = 3) -> float:
         """The TVD floor: mean over graded positions of the total variation distance between the
         true next-token distribution and an in-context n-gram model's (the counts of what followed

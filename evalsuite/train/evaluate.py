@@ -17,6 +17,12 @@ def autocast_for(device: torch.device, precision: str):
     return contextlib.nullcontext()
 
 
+def grader(tasks: list):
+    """The task that grades a run's splits when every task of it accepts several answers at a
+    position (``valid_tokens``: RegBench), else None (the target alone is right)."""
+    return tasks[0] if tasks and all(hasattr(t, "valid_tokens") for t in tasks) else None
+
+
 @torch.no_grad()
 def evaluate(model, data: Batch, device: torch.device, precision: str = "auto", batch_size: int = 256,
              slice_keys: tuple[str, ...] = (), task=None) -> dict:

@@ -29,7 +29,7 @@ from evalsuite.tasks.base import FLOOR_WARNING, long_only_warning, majority_rate
 
 from . import branch
 from .data import Graded, make_data, stage
-from .evaluate import autocast_for, evaluate
+from .evaluate import autocast_for, evaluate, grader
 from .progress import EXPECT_AFTER, expected_line, progress_bar
 
 class Diverged(RuntimeError):
@@ -223,9 +223,7 @@ class TrainingState:
         begin = time.perf_counter()
         data, self.eval_sets = make_data(self.config.task, self.train, self.seed, cache_dir=cache_dir)
         self.data, self.tasks = data, self.config.task.tasks
-        # a task that grades several answers as right (RegBench) grades every split, when the whole run is that task
-        graders = [t for t in self.tasks + list(self.config.task.evals) if hasattr(t, "valid_tokens")]
-        self.grader = graders[0] if len(graders) == len(self.tasks) + len(self.config.task.evals) else None
+        self.grader = grader(self.tasks)  # RegBench accepts several answers at a position, in every split
         self.slice_keys = tuple(dict.fromkeys(k for t in self.tasks for k in t.slice_keys))
         self.model = self.config.model.build(self.config.task.vocab_size).to(self.device)
         self.rng = torch.get_rng_state()  # what random feature maps draw from (resample)
@@ -359,12 +357,10 @@ class TrainingState:
         if floor > FLOOR_WARNING:
             self.warnings.append(f"the floor is {floor:.3f} ({reader}): a reader with no memory of what {head_task.name} "
                                  f"tests scores above {FLOOR_WARNING} here, so this setting leaves little to learn")
-        if (advice := long_only_warning(self.config.task.train_tasks)):
-            self.warnings.append(advice)
+        self.warnings.extend(filter(None, [long_only_warning(self.config.task.train_tasks)]))  # Zoology issue 24
         test_time = time.perf_counter() - begin
-        if "tvd" in test:
-            self.metrics.update(tvd=test["tvd"], tvd_floor=min(self.grader.ngram_tvd(data["test"], n) for n in (2, 3)))
         self.metrics.update(
+            **({"tvd": test["tvd"], "tvd_floor": self.grader.tvd_floor(data["test"])} if "tvd" in test else {}),
             accuracy=test["accuracy"], loss=test["loss"], graded=test["graded"], majority_rate=majority_rate(data["test"]),
             context_chance=head_task.context_chance(data["test"]), chance_rule=head_task.chance_rule,
             floor=floor, floor_reader=reader,
