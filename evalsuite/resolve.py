@@ -114,6 +114,9 @@ def _resolve_model(model: str, options: dict, task: TaskSpec) -> ModelSpec:
         raise ConfigError(f"model.readout: task {task.name} is read by the {need} readout, got {options['readout']!r}")
     if need != "causal":
         options = {**options, "readout": need}
+        if len({t.seq_len for t in task.tasks}) > 1:  # a padded shorter sequence would be read at its padding
+            raise ConfigError(f"task.segments: {task.name} is read from each sequence's last position, so every "
+                              f"segment needs the same seq_len")
     try:
         spec = ModelSpec.parse({"name": model, **options})
     except ValidationError as err:

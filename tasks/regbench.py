@@ -121,9 +121,10 @@ class RegBench(Task):
         valid = (dist[..., 2:] > 0).sum(-1).double() / (self.params.vocab_size - 2)
         return float(valid[batch.score_mask].mean()) if int(batch.score_mask.sum()) else 0.0
 
-    def valid_tokens(self, batch: Batch) -> torch.Tensor:
-        """``[n, T, V]`` bool: the answers a graded position accepts (the symbols allowed next)."""
-        valid = self.next_distribution(batch) > 0
+    def valid_tokens(self, batch: Batch, dist: torch.Tensor | None = None) -> torch.Tensor:
+        """``[n, T, V]`` bool: the answers a graded position accepts (the symbols allowed next);
+        ``dist``: ``next_distribution(batch)`` when the caller has it already."""
+        valid = (self.next_distribution(batch) if dist is None else dist) > 0
         valid[..., SEP] = False
         return valid
 

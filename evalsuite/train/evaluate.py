@@ -49,11 +49,11 @@ def evaluate(model, data: Batch, device: torch.device, precision: str = "auto", 
         if graded_by is None:
             hits = (logits.argmax(-1) == target).long()
         else:
-            valid = graded_by(batch)[mask]                                     # [m, V] the answers accepted
+            dist = task.next_distribution(batch)                               # [n, T, V] the true next token's
+            valid = graded_by(batch, dist)[mask]                               # [m, V] the answers accepted
             lo, hi = task.answer_tokens() or (0, logits.shape[-1])            # the argmax among the answer tokens
             hits = valid.gather(1, logits[:, lo:hi].argmax(-1)[:, None] + lo)[:, 0].long()
-            truth = task.next_distribution(batch)[mask]                        # [m, V]
-            tvd += 0.5 * (logits.softmax(-1) - truth).abs().sum().item()
+            tvd += 0.5 * (logits.softmax(-1) - dist[mask]).abs().sum().item()
         correct.append(torch.zeros(len(batch), dtype=torch.long, device=device).index_add_(0, rows, hits).cpu())
         counts.append(mask.sum(1).cpu())
     model.train(was_training)

@@ -54,3 +54,6 @@ def test_resolving_compression_sets_the_readout_and_refuses_the_causal_one():
     assert "readout" not in resolve("recall", "delta", preset="tiny").model.section()   # a late field: old ids stay
     with pytest.raises(ConfigError, match="model.readout"):
         resolve("compression", "delta", preset="tiny", overrides=["model.readout=causal"])
+    segments = '[{"seq_len": 12, "share": 1}, {"seq_len": 16, "share": 1}]'
+    with pytest.raises(ConfigError, match="task.segments"):   # the shorter would be read at its padding
+        resolve("compression", "delta", preset="tiny", overrides=[f"task.segments={segments}"])
