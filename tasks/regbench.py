@@ -34,6 +34,8 @@ in-context trigram is valid 0.915 of the time at T 128 and leaves greedy accurac
 """
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import torch
 from pydantic import Field
@@ -60,15 +62,10 @@ def _context_ngram(order: int):
         xs = x.tolist()
         k = 0
         for t in range(len(xs)):
-            if t >= 1 and xs[t] >= 2:   # count the step into x[t] under each context length
+            if xs[t] >= 2:   # a symbol: count the step into it under each context length that fits
                 symbols.add(xs[t])
-                for n in range(1, order):
-                    if t - n >= 0:
-                        ctx = tuple(xs[t - n:t])
-                        counts.setdefault(ctx, {}).setdefault(xs[t], 0)
-                        counts[ctx][xs[t]] += 1
-            if xs[t] >= 2:
-                symbols.add(xs[t])
+                for n in range(1, min(order, t + 1)):
+                    counts.setdefault(tuple(xs[t - n:t]), Counter())[xs[t]] += 1
             while k < len(pos) and pos[k] == t:
                 pick = set(symbols)
                 for n in range(order - 1, 0, -1):  # the longest context seen before wins
