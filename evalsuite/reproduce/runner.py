@@ -52,6 +52,16 @@ def _record(store, name: str, points: list) -> None:
     store.add_sweep(sid, name, {"name": name, "configs": [p.config.as_dict() for p in points]}, [p.run_id for p in points])
 
 
+def cheapest_first(points) -> list:
+    """Escalation points in order of budget (epochs, then sequence length), so that a segment
+    that ends early has given the missing seeds of many cells before the 4x reruns of a few
+    (each run is independent: the order changes only what a short segment settles)."""
+    def cost(p):
+        c = p.config
+        return c.train.epochs, max(getattr(t, "seq_len", 0) for t in c.task.train_tasks)
+    return sorted(points, key=cost)
+
+
 def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, echo=print,
                     deadline: float | None = None) -> bool:
     """Sweep, escalate and probe ``experiments`` (resumable: what the store holds is not rerun).
@@ -93,7 +103,7 @@ def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, 
                 todo.update({p.run_id: p for p in mine})
         if not todo:
             break
-        run(list(todo.values()), f"reproduce-{scale}-escalation-{round_}", {"round": round_})
+        run(cheapest_first(todo.values()), f"reproduce-{scale}-escalation-{round_}", {"round": round_})
     else:
         echo(f"  escalation stopped after {MAX_ROUNDS} rounds; the verdicts say what is still missing")
     for exp in experiments:

@@ -135,3 +135,18 @@ def test_every_cell_a_verdict_reads_is_one_its_sweep_trains(scale, monkeypatch):
         cells = exp.cells(runs, exp.params[scale])
         empty = [c.label for c in cells if not c.present]
         assert cells and not empty, f"{exp.name} ({scale}): no run of its sweep fills {empty}"
+
+
+def test_escalation_runs_its_cheapest_points_first():
+    """A segment that ends early has run the missing seeds (base budget) before the 4x reruns,
+    and shorter contexts before longer ones at one budget."""
+    from evalsuite.reproduce.runner import cheapest_first
+    from evalsuite.resolve import resolve
+
+    def config(seed, seq_len=64, epochs=1):
+        return resolve("recall", "softmax", preset="tiny", overrides={
+            "task.seq_len": seq_len, "task.num_kv_pairs": 4, "train.epochs": epochs}).replace(seed=seed)
+
+    long4x, long_, short = config(1, epochs=4), config(3), config(2, seq_len=32)
+    order = cheapest_first([sweeps.Point({}, c) for c in (long4x, long_, short)])
+    assert [p.config.seed for p in order] == [2, 3, 1]
