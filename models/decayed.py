@@ -14,8 +14,10 @@ exp(b_t - b_j) <= 1 for j <= t. Unrolling the recurrence:
 
 Every exponent is a difference b_t - b_j with j <= t (or b_C - b_j), never a lone -b_j: nothing
 divides by a small cumulative product, so the chunk form is exact however strong the decay. With
-per-dimension gates A needs the [C, C, dk] tensor of decays; the default chunk is then 16 to keep
-it small. Cumulative log-gates and the state stay in float32 (float64 stays float64, for tests).
+per-dimension gates A needs the [C, C, dk] tensor of decays; the default chunk is then small
+(``default_chunk``: 8 up to dk = 16, else 4), which trades that tensor's T C dk for more steps of
+the chunk loop (measured at T 128, d_model 64, batch 64, one thread: 1.4 training steps/s at C = 16
+with dk = 64, 4.3 at C = 4; at dk = 16 and T 64, 13.5 at C = 16, 17.9 at 8). Cumulative log-gates and the state stay in float32 (float64 stays float64, for tests).
 """
 from __future__ import annotations
 
@@ -23,7 +25,13 @@ import math
 
 import torch
 
-DEFAULT_CHUNK = {"scalar": 64, "vector": 16}
+SCALAR_CHUNK = 64
+
+
+def default_chunk(kind: str, dk: int) -> int:
+    """The chunk length when none is given: 64 for one decay per head; for per-dimension decays
+    8 up to dk = 16, else 4 (the module docstring's measurement)."""
+    return SCALAR_CHUNK if kind == "scalar" else (8 if dk <= 16 else 4)
 
 
 def decayed_attention(q, k, v, log_g, *, mode: str = "chunk", initial_state=None, return_state: bool = False,
@@ -48,7 +56,7 @@ def decayed_attention(q, k, v, log_g, *, mode: str = "chunk", initial_state=None
             out = torch.stack(outs, dim=2)
         else:
             kind = "vector" if log_g.dim() == 4 else "scalar"
-            out, state = _decayed_chunk(q, k, v, log_g, state, chunk_size or DEFAULT_CHUNK[kind], need_state=return_state)
+            out, state = _decayed_chunk(q, k, v, log_g, state, chunk_size or default_chunk(kind, dk), need_state=return_state)
     out = out.to(out_dtype)
     return (out, state) if return_state else out
 

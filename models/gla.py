@@ -36,7 +36,7 @@ class GLAOptions(MixerOptions):
         "vector", description="fixed: RetNet (a constant decay per head); scalar: Mamba-2 (one data-dependent decay "
                               "per head); vector: GLA (one per key dimension)")
     mode: Literal["chunk", "recurrent"] = Field("chunk", description="kernel used for training")
-    chunk_size: int | None = Field(None, ge=1, description="chunk length; default 64 (fixed, scalar) or 16 (vector)")
+    chunk_size: int | None = Field(None, ge=1, description="chunk length; default 64 (fixed, scalar) or, for vector, 8 up to a query/key size of 16 and 4 above")
     feature_dim: int | None = Field(None, ge=1, description="query and key size per head (d', the state's key side: "
                                                            "S is feature_dim x head size); default: the head size")
     output_gate: bool = Field(False, description="the normalised read times swish(W_g x) before the output projection "

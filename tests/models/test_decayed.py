@@ -121,3 +121,19 @@ def test_the_faithful_mamba2_and_retnet_forms_against_their_equations_in_float64
         assert mixer.state_size(9) == H * dk * dv
     with pytest.raises(ValueError, match="set gate 'scalar'"):
         GLA.Options(gate="vector", step_size=True)
+
+
+@pytest.mark.parametrize("dk", [5, 32], ids=["dk5-chunk8", "dk32-chunk4"])
+def test_default_vector_chunk_matches_naive_loop(dk):
+    """Without chunk_size the per-dimension gate takes its small default chunk (8 up to dk 16,
+    else 4), over a length that leaves a partial last chunk."""
+    from evalsuite.models.decayed import default_chunk
+
+    gen = torch.Generator().manual_seed(1)
+    q, k = (torch.randn(2, 1, 21, dk, generator=gen, dtype=torch.float64) for _ in range(2))
+    v, s0 = torch.randn(2, 1, 21, 3, generator=gen, dtype=torch.float64), torch.randn(2, 1, dk, 3, generator=gen, dtype=torch.float64)
+    log_g = -torch.rand(2, 1, 21, dk, generator=gen, dtype=torch.float64)
+    assert default_chunk("vector", dk) == (8 if dk <= 16 else 4) and default_chunk("scalar", dk) == 64
+    want, want_state = naive(q, k, v, log_g, s0)
+    got, state = decayed_attention(q, k, v, log_g, initial_state=s0, return_state=True)
+    assert torch.allclose(got, want, atol=1e-10) and torch.allclose(state, want_state, atol=1e-10)
