@@ -27,9 +27,13 @@ from evalsuite.cli import common, main
 @click.option("--segment-minutes", default=None, type=click.FloatRange(min=1),
               help="start no run after this many minutes (runs in flight finish); the next invocation resumes. "
                    "A whole reproduction runs in segments of at most two hours (120)")
+@click.option("--smoke", is_flag=True,
+              help="every sweep point once at a few steps, in its own store (smoke/evalsuite.db beside the default "
+                   "one): checks that the experiments run end to end in minutes; its verdicts test the pipeline, "
+                   "not the findings (no escalation, no probes)")
 @common.compact_option
 def reproduce(names, scale, list_only, executor, workers, address, device, store_path, threads, group, verdicts_only, output,
-              from_report, rebuild, results_path, segment_minutes, compact):
+              from_report, rebuild, results_path, segment_minutes, smoke, compact):
     """Run the experiments behind docs/FINDINGS.md (all, or NAMES: an experiment or a group such as
     `frontier`) and judge each from the stored results."""
     from evalsuite import files
@@ -45,6 +49,15 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
                        f"at cpu scale on 2 cores; about {e.minutes['paper']:g} GPU-min at paper scale")
         return
     experiments = rep.select(names)
+    if smoke:
+        for flag, given in (("--verdicts-only", verdicts_only), ("--verdicts-from", from_report),
+                            ("--results", results_path), ("--segment-minutes", segment_minutes)):
+            if given:
+                raise common.BadInput(f"{flag}: not with --smoke (a smoke run trains a few steps a point and "
+                                      "judges only those runs)")
+        _smoke(experiments, scale, store_path, output, compact, executor=executor, workers=workers, device=device,
+               address=address, threads=threads, group=group)
+        return
     if rebuild and not from_report:
         raise common.BadInput("--rebuild-store: needs --verdicts-from REPORT (the report whose runs it holds)")
     if from_report:
@@ -122,3 +135,33 @@ def _verdicts_from(report: str, experiments, scale: str, results_path: str | Non
         import_runs(store, data["runs"], data["probes"], experiments, scale)
         click.echo(f"store    {store.path} ({len(data['runs'])} runs from {report}; judge them with "
                    f"`evalsuite reproduce {' '.join(names)} --verdicts-only --store {store.path}`)".replace("  --", " --"))
+
+
+def _smoke(experiments, scale: str, store_path, output, compact: bool, **executor) -> None:
+    import time
+
+    from evalsuite import files
+    from evalsuite import sweep as sweeps
+    from evalsuite.executors import get_executor
+    from evalsuite.reports import builder
+    from evalsuite.reproduce import smoke
+    from evalsuite.store import Store
+
+    if store_path is None:
+        store_path = str(Store(None).path.parent / "smoke" / "evalsuite.db")
+    store = common.open_store(store_path)
+    output = files.check_output(output or store.path.parent / "reports" / f"reproduce-{scale}-smoke.html", "--output",
+                                store=store.path)
+    common.device_name(executor["device"])
+    get_executor(executor["executor"], **{k: v for k, v in executor.items() if k != "executor"})  # refuse bad options first
+    begin = time.monotonic()
+    verdicts, runs = smoke.run_smoke(experiments, scale, store, echo=click.echo, run=lambda points, name, spec: sweeps.run_points(
+        points, name=name, spec=spec, store=store, echo=click.echo, **executor))
+    click.echo(f"smoke    {(time.monotonic() - begin) / 60:.1f} min wall, {len(runs)} runs, "
+               f"{sum(not r.ok for r in runs)} not done")
+    width = max(len(v.name) for v in verdicts) + 1
+    for v in verdicts:
+        click.echo(f"{v.name:<{width}}{v.status.value.upper()} [{smoke.LABEL}]" + (f"  ({v.why})" if v.why else ""))
+    path = builder.write(runs, output, title=f"SMOKE RUN, not results: evalsuite reproduce ({scale} scale), "
+                         f"{smoke.LABEL}", probes=store.probes(), verdicts=verdicts, compact=compact)
+    click.echo(f"report   {path} ({path.stat().st_size / 2**20:.1f} MiB, {len(runs)} runs; {smoke.LABEL})")
