@@ -150,3 +150,29 @@ def test_escalation_runs_its_cheapest_points_first():
     long4x, long_, short = config(1, epochs=4), config(3), config(2, seq_len=32)
     order = cheapest_first([sweeps.Point({}, c) for c in (long4x, long_, short)])
     assert [p.config.seed for p in order] == [2, 3, 1]
+
+
+def test_mad_paper_score_covers_its_six_tasks_and_fuzzy_recall_has_mads_levels():
+    from types import SimpleNamespace
+
+    from evalsuite.reproduce.experiments import mad as m
+    p = m.PAPER
+    tasks = {lv["task_label"] for lv in p["levels"]}
+    assert tasks == {"in-context recall", "noisy recall", "fuzzy recall", "memorization", "compression",
+                     "selective copying"}
+    fuzzy = [lv for lv in p["levels"] if lv["task_label"] == "fuzzy recall"]
+    # configs/tasks/fuzzy-in-context-recall.yml: the baseline, then one change at a time
+    assert [lv["name"] for lv in fuzzy] == ["V16 T128", "V32 T128", "V64 T128", "V128 T128", "V16 T256", "V16 T512",
+                                            "V16 T1024", "V16 n6400", "V16 n3200", "V16 n1600", "V16 n800"]
+    assert {lv["task"] for lv in fuzzy} == {"fuzzy_recall_mad"}
+    # levels of different tasks share names ("V16 T128" is a recall, a fuzzy recall and a compression level):
+    # every one is a cell of its own (they once overwrote each other's)
+    assert len({(lv["task_label"], lv["name"]) for lv in p["levels"]}) == len(p["levels"]) > len({lv["name"] for lv in p["levels"]})
+    assert len(m.cells_by_setting([], p)) == len(p["models"]) * len(p["levels"]) * len(p["weight_decays"])
+    cells = {(model, lv["task_label"], lv["name"], wd):
+             SimpleNamespace(val=0.5, acc=0.25 if lv["task_label"] == "fuzzy recall" else 1.0)
+             for model in p["models"] for lv in p["levels"] for wd in p["weight_decays"]}
+    score = m.scores(cells, p)["softmax"]
+    assert set(score) == tasks | {"mean"}
+    assert score["fuzzy recall"] == 0.25 and score["mean"] == (5 * 1.0 + 0.25) / 6
+    assert "fuzzy recall" not in {lv["task_label"] for lv in m.CPU["levels"]}  # the CPU cut leaves it out (named)

@@ -184,6 +184,8 @@ def test_recall_filler_options():
     ("needle", dict(num_keys=2, num_distractors=2), "num_keys >= num_queries + num_distractors"),
     ("listops", dict(max_depth=2, max_args=3, min_length=50, max_length=80), "never longer than min_length"),
     ("recall_mad", dict(seq_len=15), "even seq_len"),
+    ("fuzzy_recall_mad", dict(vocab_size=7, k_motif_size=4), "k_motif_size <= 3"),
+    ("fuzzy_recall_mad", dict(seq_len=20), "seq_len >= 4 x (k_motif_size + v_motif_size) = 24"),
     ("recall", dict(vocab_size=8, num_kv_pairs=4, seq_len=16), "too few for num_kv_pairs"),
 ])
 def test_impossible_parameters_are_refused(name, params, message):
@@ -232,3 +234,71 @@ def test_sample_prints_and_exports(tmp_path):
     bad = CliRunner().invoke(main, ["sample", "--task", "copy", "--out", str(tmp_path / "d.csv")])
     assert bad.exit_code == 2 and "--out" in bad.output
     assert CliRunner().invoke(main, ["sample", "--task", "needle", "--set", "depth=2"]).exit_code == 2
+
+
+def _mad_items(tokens, half, pad):
+    """A fuzzy MAD sequence parsed into (key, value, start of the value): maximal runs of key
+    tokens, then of value tokens (the two vocabularies are disjoint, so the parse is exact)."""
+    out, j = [], 0
+    while j < len(tokens) and tokens[j] == pad:
+        j += 1
+    while j < len(tokens):
+        k = j
+        while k < len(tokens) and tokens[k] < half:
+            k += 1
+        v = k
+        while v < len(tokens) and half <= tokens[v] < pad:
+            v += 1
+        assert k > j and v > k, "every item is a key run, then a value run"
+        out.append((tuple(tokens[j:k]), tuple(tokens[k:v]), k))
+        j = v
+    return out
+
+
+@SETTINGS
+@given(V=st.sampled_from([10, 16, 33]), T=st.sampled_from([24, 64, 128]), km=st.integers(1, 3), vm=st.integers(1, 3),
+       longest=st.booleans(), seed=st.integers(0, 10**6))
+def test_mad_fuzzy_recall_grades_the_values_of_keys_seen_before(V, T, km, vm, longest, seed):
+    task = tasks.get("fuzzy_recall_mad", vocab_size=V, seq_len=T, k_motif_size=km, v_motif_size=vm,
+                     longest_keys=longest)
+    batch = task.generate(6, seed)
+    half, pad = (V - 1) // 2, V - 1
+    assert task.answer_tokens() == (half, pad)
+    for i in range(6):
+        assert batch.targets[i, :-1].tolist() == batch.inputs[i, 1:].tolist(), "trained on every next token"
+        tokens = batch.inputs[i].tolist() + [int(batch.targets[i, -1])]  # the whole sequence, shifted back
+        items = _mad_items(tokens, half, pad)
+        seen, expected = {}, []
+        for n, (key, value, start) in enumerate(items):
+            assert 1 <= len(value) <= vm and len(set(value)) == len(value)
+            assert len(key) == km if longest else 1 <= len(key) <= km
+            assert len(set(key)) == len(key), "a motif's tokens are distinct"
+            last = n == len(items) - 1
+            if key in seen:
+                assert seen[key] == value, "a key keeps its value"
+            if key in seen or last:
+                expected += [start + m - 1 for m in range(len(value))]  # graded at the token before
+            seen.setdefault(key, value)
+        probe = items[-1][:2]
+        assert bool(batch.meta["probe_planted"][i]) == (probe in [it[:2] for it in items[:-1]])
+        assert batch.score_mask[i].nonzero()[:, 0].tolist() == expected
+
+
+def test_mad_fuzzy_recall_baseline_is_mad_config():
+    """configs/tasks/fuzzy-in-context-recall.yml: vocabulary 16, T 128, motifs of up to 3 tokens;
+    keys [0, 7), values [7, 15), pad 15 (multi-query)."""
+    task = tasks.get("fuzzy_recall_mad", **tasks.TASKS.get("fuzzy_recall_mad").presets["mad"])
+    p = task.params
+    assert (p.vocab_size, p.seq_len, p.k_motif_size, p.v_motif_size) == (16, 128, 3, 3)
+    assert task.answer_tokens() == (7, 15) and task.vocab_size == 16
+    batch = task.generate(400, 0)
+    planted = batch.meta["probe_planted"].float().mean().item()
+    assert 0.95 < planted < 1.0  # MAD's planted position can fall past the stream's end (the docstring's 2%)
+
+
+def test_mad_fuzzy_recall_trains_on_its_tiny_preset_and_stores_its_floor():
+    import evalsuite
+    result = evalsuite.run("fuzzy_recall_mad", "softmax", preset="tiny", store=False)
+    assert result.status == "done"
+    floor = result.metrics["floor"]
+    assert 0.0 < floor < 1.0 and 0.0 <= result.metrics["accuracy"] <= 1.0

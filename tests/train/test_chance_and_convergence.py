@@ -49,8 +49,8 @@ def test_mqar_floor_of_a_mixture_weights_each_query():
 @pytest.mark.parametrize("name, params", [
     ("needle", dict(seq_len=64, num_distractors=3)), ("needle", dict(seq_len=64, values_per_key=2)),
     ("recall_mad", dict(vocab_size=16, seq_len=32)), ("selective_copy", dict(vocab_size=16, seq_len=48, num_tokens=8)),
-    ("copy", dict()),
-], ids=["needle-multikey", "needle-multivalue", "mad", "selective-copy", "copy"])
+    ("copy", dict()), ("fuzzy_recall_mad", dict(vocab_size=16, seq_len=64)),
+], ids=["needle-multikey", "needle-multivalue", "mad", "selective-copy", "copy", "mad-fuzzy"])
 def test_context_floors_match_a_brute_force_reader(name, params):
     task = tasks.get(name, **params)
     batch = task.generate(40, 3)
