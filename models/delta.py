@@ -141,6 +141,9 @@ class DeltaRule(Mixer):
 class DeltaProductOptions(DeltaOptions):
     householder: int = Field(2, ge=1, le=16, description="delta steps per token, each with its own key, value and "
                              "beta (DeltaProduct's n_h Householder factors); 1: the delta rule")
+    # measured on this CPU (1 thread, batch 64, T 128, d_k 16, one layer, forward + backward + AdamW):
+    # chunk 16 sub-steps 39 ms a step at n_h 1 and 81 at n_h 2, chunk 64 (the delta rule's) 66 and 141
+    chunk_size: int = Field(16, ge=1, description="chunk length of the WY form, in sub-steps (n_h per token)")
 
     LATE_FIELDS = DeltaOptions.LATE_FIELDS - {"householder"}  # a new model: its configs always name n_h
 

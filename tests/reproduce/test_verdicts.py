@@ -263,3 +263,36 @@ def test_induction_reads_its_far_length_through_the_settledness_rule():
     assert {c["seed"] for c in next_changes(far)} == {1, 2, 3} and all(c["epochs"] == 12.0 for c in next_changes(far))
     v = judge("induction-extrapolation", runs)
     assert v.status is Outcome.INCONCLUSIVE and "4x reruns" in v.why
+
+
+def test_mad_settles_only_the_cells_its_verdict_reads():
+    """A cell only the score reads (the delta rule on recall, compression) may stay at the base
+    budget: the verdict is still decided, says so, and the escalation is not asked to settle it."""
+    from evalsuite.reproduce.experiments import mad as m
+    from tests.reproduce.synthetic import mad
+    runs = mad(unsettled=(("delta", "V64 T128"), ("softmax", "V16 T32"), ("elu+1", "V1024")))
+    v = judge("mad", runs)
+    assert v.status is Outcome.REPRODUCED, (v.figures, v.why)
+    assert any("no check reads, stand at the base budget" in f for f in v.figures)
+    judged = {c.label for c in m.verdict_cells(runs, m.CPU)}
+    assert judged == {"softmax on in-context recall V64 T128", "elu+1 on in-context recall V64 T128",
+                      "Mamba-2 on in-context recall V64 T128", "Mamba-2 on memorization V1024",
+                      "delta on memorization V1024"}
+    assert {c.label for c in rep.get("mad").cells(runs, m.CPU)} == judged  # what the escalation settles
+    # one the verdict reads, left unsettled, leaves it inconclusive
+    assert judge("mad", mad(unsettled=(("delta", "V1024"),))).status is Outcome.INCONCLUSIVE
+
+
+def test_mad_memorisation_at_the_ceiling_for_both_is_not_tested():
+    """When the Mamba-2 form and the delta rule both memorise the whole map, the level does not
+    test memorisation capacity: the ordering is "not tested", not "not reproduced", unless the
+    recall clause is contradicted (that decides the verdict either way)."""
+    from tests.reproduce.synthetic import mad
+    v = judge("mad", mad(memo={"Mamba-2": 0.99, "delta": 0.99}))
+    assert v.status is Outcome.NOT_TESTED, (v.figures, v.why)
+    assert "both memorise the whole map" in v.why
+    w = judge("mad", mad(memo={"Mamba-2": 0.99, "delta": 0.99}, recall={"elu+1": 1.0}))
+    assert w.status is Outcome.NOT_REPRODUCED, (w.figures, w.why)
+    # one below the ceiling: the ordering is tested (the delta rule above the Mamba-2 form contradicts it)
+    x = judge("mad", mad(memo={"Mamba-2": 0.5, "delta": 0.99}))
+    assert x.status is Outcome.NOT_REPRODUCED, (x.figures, x.why)

@@ -11,17 +11,28 @@ levels that change one variable at a time (in-context recall: vocabulary 16 -> 3
 -> 256 / 512 / 1,024, 12,800 training examples -> 6,400 ... 800); lr {1e-4, 5e-4, 1e-3} x weight
 decay {0, 0.1}; AdamW, cosine, 200 epochs of batch 128; two blocks of (mixer, SwiGLU) at width 128.
 
-CPU scale (cut before the seeds): in-context recall at one of MAD's levels (vocabulary 64, T 128),
-memorisation at two (vocabulary 256 and 4,096; T 32, 256 training examples, 200 epochs) and
-compression at its baseline (vocabulary 16, T 32, 12,800 examples); each ordering is judged at
-its task's hardest level here, the score is the mean over the levels; softmax, elu+1, the delta rule and the Mamba-2 form (GLA runs at paper scale only: its per-channel gate
-trained at 1.4 steps/s at T 128 on this CPU, 4.3 since its default chunk became 4, beside the delta
-rule's 3.6, and its cells with their 4x reruns would add about 30 to 40 min on 2 workers to a cut
-projected at 110); the CPU rates at weight decay
-0.1 only; the default backbone at width 64 (two layers, a short convolution, no MLP); recall and
-compression train 6 epochs of 12,800 (1,200 steps; the escalation reruns a cell that does not
-learn at 4x). So the score printed is a different
-number from the published one, and is labelled so. Paper scale: in-context, noisy,
+CPU scale (cut before the seeds, to fit about 90 min on 2 workers): in-context recall at one of
+MAD's levels (vocabulary 64, T 128), memorisation at one (vocabulary 1,024; T 32, 256 training
+examples, 200 epochs) and compression at its baseline (vocabulary 16, T 32, 12,800 examples); each
+ordering is judged at its task's hardest level here, the score is the mean over the levels;
+softmax, elu+1, the delta rule and the Mamba-2 form (GLA runs at paper scale only: its per-channel
+gate trained at 4.3 steps/s at T 128 on this CPU since its default chunk became 4, beside the delta
+rule's 3.6, and its recall cell with its 4x reruns would add about 30 to 40 min on 2 workers); the
+CPU rates at weight decay 0.1 only; the default backbone at width 64 (two layers, a short
+convolution, no MLP); recall and compression train 4 epochs of 12,800 (800 steps). The escalation
+settles only the cells the verdict reads (``judged``: 4x on every seed where below the
+ceiling); the score's other cells stand at the base budget, and the report says so. So the score
+printed is a different number from the published one, and is labelled so.
+
+Memorisation's test accuracy is bounded by coverage: 256 training sequences write 4,096 key
+occurrences, and a test key that none of them held cannot be recalled by any model, so the most
+any model gets is about 1 - exp(-4096 / (V/2)): 0.9997 at V 1,024, 0.865 at V 4,096, 0.632 at
+V 8,192 (the delta rule at width 64 measured 0.860 and 0.638 there within 200 steps; at V 1,024
+every model of the smoke run was at 0.985-1.0 after 16 steps at lr 3e-3). About the same bound holds in
+mad-lab's generator and so in its published means. The CPU cut judges memorisation at V 1,024,
+where the bound is not what is read; when the Mamba-2 form and the delta rule both reach the
+ceiling there, the level does not test memorisation capacity at this width and the verdict says
+"not tested" (not "not reproduced"), unless the recall clause is contradicted. Paper scale: in-context, noisy,
 memorisation and compression levels as MAD's configs, selective copying's baseline, the full
 grid, width 128, 200 epochs; fuzzy recall (``tasks/fuzzy_mad.py``, mad-lab's generator) at its
 baseline and levels, so the paper-scale score covers MAD's six tasks (the CPU cut has no fuzzy or
@@ -78,7 +89,7 @@ def _memorize(name, vocab=256):
                  {"train.num_train": 256, "train.epochs": 200})
 
 
-CPU_LEVELS = [_recall("V64 T128", vocab=64), _memorize("V256"), _memorize("V4096", 4096), _compress("V16 T32")]
+CPU_LEVELS = [_recall("V64 T128", vocab=64), _memorize("V1024", 1024), _compress("V16 T32")]
 PAPER_LEVELS = (
     [_recall("V16 T128")] + [_recall(f"V{v} T128", vocab=v) for v in (32, 64, 128)]
     + [_recall(f"V16 T{T}", T=T) for T in (256, 512, 1024)] + [_recall(f"V16 n{n}", n=n) for n in (6400, 3200, 1600, 800)]
@@ -141,11 +152,36 @@ def _all(values) -> bool | None:
     return True if all(v is True for v in values) else False if any(v is False for v in values) else None
 
 
+def judged(p) -> list[tuple[str, str, str]]:
+    """The (model, task label, level name) pairs the verdict rests on, which the escalation settles
+    (4x on every seed where below the ceiling): the control (softmax on the first recall level),
+    softmax and the fixed-state mixers on the hardest recall level, the Mamba-2 form and the delta
+    rule on the hardest memorisation level. The other cells feed only the score, at the base budget."""
+    recall = [lv for lv in p["levels"] if lv["task_label"] == "in-context recall"]
+    memo = [lv for lv in p["levels"] if lv["task_label"] == "memorization"]
+    fixed = [m for m in FIXED_STATE if m in p["models"]]
+    pairs = [("softmax", recall[0])] + [(m, recall[-1]) for m in ["softmax", *fixed]]
+    pairs += [(m, memo[-1]) for m in ("Mamba-2", "delta")]
+    return list(dict.fromkeys((m, lv["task_label"], lv["name"]) for m, lv in pairs))
+
+
+def judged_cells(cells, p) -> list[Cell]:
+    """The judged pairs' cells at every weight decay (MAD keeps the better one, so each is settled)."""
+    keep = set(judged(p))
+    return [c for (m, t, n, _), c in cells.items() if (m, t, n) in keep]
+
+
+def verdict_cells(runs, p) -> list[Cell]:
+    """What the escalation settles: the cells the verdict reads."""
+    return judged_cells(cells_by_setting(runs, p), p)
+
+
 def verdict(runs, probes, p, judge):
     cells = cells_by_setting(runs, p)
     cs = list(cells.values())
     if (v := judge.missing(cs)):
         return v
+    read = judged_cells(cells, p)
     figures = [c.figure() for c in cs]
     recall = [lv for lv in p["levels"] if lv["task_label"] == "in-context recall"]
     memo = [lv for lv in p["levels"] if lv["task_label"] == "memorization"]
@@ -153,21 +189,36 @@ def verdict(runs, probes, p, judge):
     if (v := judge.control(control, figures)):
         return v
     s = scores(cells, p)
+    others = [c for c in cs if all(c is not d for d in read)]  # the same Cell objects: identity is membership
     for m, per in s.items():
         figures.append(f"MAD score, {p['scale_note']} ({m}): " + ", ".join(f"{t} {100 * a:.1f}" for t, a in per.items()))
+    if others:
+        figures.append(f"the score's other {len(others)} cells, which no check reads, stand at the base budget (their "
+                       "rates and seeds, no 4x reruns), so a score that reads them is not settled")
     figures.append(f"published MAD scores, a different number (FINDINGS 18): {PUBLISHED}; in-context recall DeltaNet "
                    f"100 vs GLA 80.8; memorisation DeltaNet 52.8 vs Mamba 89.5")
     hardest = recall[-1]
     fixed = [m for m in FIXED_STATE if m in p["models"]]
-    checks = {f"softmax above {', '.join(fixed)} on in-context recall {hardest['name']}":
-              _all(above(best(cells, "softmax", hardest, p), best(cells, m, hardest, p)) for m in fixed),
-              f"the Mamba-2 form above the delta rule on memorisation {memo[-1]['name']}":
-              above(best(cells, "Mamba-2", memo[-1], p), best(cells, "delta", memo[-1], p))}
-    return judge.decide(figures, checks, unsettled(cs), can_run=runnable(cs))
+    recall_clause = f"softmax above {', '.join(fixed)} on in-context recall {hardest['name']}"
+    memo_clause = f"the Mamba-2 form above the delta rule on memorisation {memo[-1]['name']}"
+    mamba, delta = best(cells, "Mamba-2", memo[-1], p), best(cells, "delta", memo[-1], p)
+    checks = {recall_clause: _all(above(best(cells, "softmax", hardest, p), best(cells, m, hardest, p)) for m in fixed),
+              memo_clause: above(mamba, delta)}
+    untested = ""
+    if mamba.stable and delta.stable and mamba.at_ceiling and delta.at_ceiling:
+        # both memorise the whole map: the level is within this width's capacity, so the published gap
+        # (Mamba 89.5, DeltaNet 52.8) has nothing to show in; saying "not reproduced" would claim more
+        checks[memo_clause] = None
+        untested = (f"the memorisation ordering: the Mamba-2 form ({mamba.acc:.3f}) and the delta rule "
+                    f"({delta.acc:.3f}) both memorise the whole map at {memo[-1]['name']}, so this level does not "
+                    f"test memorisation capacity at width {p['d_model']}")
+        if checks[recall_clause] is False:  # a contradicted clause decides the verdict either way
+            untested = ""
+    return judge.decide(figures, checks, unsettled(read), can_run=runnable(read), untested=untested)
 
 
 CPU = {"levels": CPU_LEVELS, "weight_decays": [0.1], "d_model": 64, "models": ["softmax", "elu+1", "delta", "Mamba-2"],
-       "scale_note": "CPU cut (1 recall, 2 memorisation, 1 compression level; weight decay 0.1 only)"}
+       "scale_note": "CPU cut (1 recall, 1 memorisation, 1 compression level; weight decay 0.1 only)"}
 PAPER = {"levels": PAPER_LEVELS, "weight_decays": [0.0, 0.1], "d_model": 128, "models": list(MODELS),
          "scale_note": "MAD's six tasks"}
 
@@ -190,11 +241,20 @@ register(Experiment(
     "mad", "MAD's published orderings: softmax above the fixed-state mixers on in-context recall; the Mamba-2 form "
     "above the delta rule on memorisation (the scores are shown beside the published ones, labelled as a different "
     "number).", "Poli et al. 2024, MAD (athms/mad-lab)",
-    # cpu, projected from the smoke runs' step rates (one thread each beside a two-worker sweep: recall
-    # T 128 softmax 7.3, elu+1 5.8, delta 3.6, Mamba-2 5.3 steps/s; memorisation 8-31; compression
-    # 15-21): 24 recall runs of 1,200 steps about 95 CPU-min, 48 memorisation runs about 45, 24
-    # compression runs about 27, 4x reruns of two recall cells, the four compression cells and a
-    # few memorisation ones about 160; about 325 CPU-min loaded, 110 min on 2 idle workers (two segments)
-    verdict, params={"cpu": CPU, "paper": PAPER}, minutes={"cpu": 110, "paper": 3600},
-    specs={"cpu": spec(CPU, CPU_LRS, 6), "paper": spec(PAPER, MAD_LRS, 200)},
-    cells=lambda runs, p: list(cells_by_setting(runs, p).values()), order=116))
+    # cpu, projected (issue 29 asks for 90 min on 2 workers); not measured end to end. Per-step times
+    # measured on one thread (model forward, backward and AdamW at batch 64; +10% for data and
+    # evaluation): recall V64 T128 softmax 74 ms, elu+1 95, delta 159, Mamba-2 122; memorisation T 32
+    # at V 256 about 27, V 1,024 about 50, V 4,096 about 140 (its 4,096-way readout); compression
+    # 17-34. The evidence method: 6 base runs a cell (3 rates on seed 0, 3 reported seeds), and 6 4x
+    # runs for each cell the verdict reads that stays below the ceiling (judged: elu+1 and
+    # Mamba-2 on recall, the Mamba-2 form and the delta rule on memorisation, expected). The first
+    # cut (recall 6 epochs, memorisation at V 256 and 4,096, every cell escalated) came to about
+    # 480 CPU-min, not the 110 min first written here. Cut, before the seeds: memorisation at one
+    # level, V 1,024 (V 4,096's steps cost 3x); recall and compression 4 epochs (800 steps; 4x,
+    # 3,200); 4x reruns only for the cells the verdict reads. Recall base about 39 CPU-min and 4x
+    # about 76; memorisation base 18 and 4x 35; compression 10: about 180 CPU-min, 90 min on 2
+    # workers: at the limit (test passes and start-up are outside the 10%), one segment of at most
+    # two hours either way.
+    verdict, params={"cpu": CPU, "paper": PAPER}, minutes={"cpu": 90, "paper": 3600},
+    specs={"cpu": spec(CPU, CPU_LRS, 4), "paper": spec(PAPER, MAD_LRS, 200)},
+    cells=verdict_cells, order=116))
