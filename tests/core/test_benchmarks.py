@@ -27,3 +27,29 @@ def test_report_scale_runs_at_a_tiny_size(repo_root):
                          cwd=repo_root, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("report ") == 2 and "12 runs, compact" in out.stdout
+
+
+def test_reproduce_projection_counts_the_evidence_methods_runs(monkeypatch):
+    """benchmarks/project_reproduce.py at a fixed step time of 1 s: a cell costs its base runs, 3
+    reported seeds and, below the ceiling, 6 runs at 4x (counted by hand here for `copy`)."""
+    import importlib.util
+    from pathlib import Path
+
+    from evalsuite import reproduce
+    from evalsuite.sweep import expand
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "project_reproduce.py"
+    spec = importlib.util.spec_from_file_location("project_reproduce", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "step_seconds", lambda config, steps: 1.0)
+    points = expand(reproduce.get("copy").spec("cpu"))
+    steps = [module.total_steps(p.config) for p in points]
+    cells = reproduce.get("copy").cells([module.fake_run(p) for p in points], reproduce.get("copy").params["cpu"])
+    per_cell = [module.total_steps(next(p.config for p in points if p.run_id == c.runs[0].run_id)) for c in cells]
+    learned = (sum(steps) + 3 * sum(per_cell)) * 1.1 / 60
+    below = learned + 24 * sum(per_cell) * 1.1 / 60
+    row = next(line for line in module.project(["copy"], 2, 1, 0.10) if line.startswith("| copy "))
+    cols = [c.strip() for c in row.split("|")]
+    assert cols[2] == str(len(points)) and cols[3] == str(len(cells)) == "2"
+    assert cols[4] == f"{learned:,.0f}" and cols[5] == f"{below:,.0f}"

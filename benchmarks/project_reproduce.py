@@ -1,0 +1,141 @@
+"""How long `evalsuite reproduce` would take at CPU scale under the evidence method, per experiment,
+from each point's training steps and a measured step time; prints a Markdown table.
+
+    OMP_NUM_THREADS=1 python benchmarks/project_reproduce.py [NAMES ...] [--workers 2] [--out FILE]
+
+Each experiment's CPU sweep is expanded (seed 0 at its rates, as `reproduce` starts it). The cells
+its escalation settles are read through the experiment's own ``cells`` (so MAD's narrowed
+escalation counts as it runs); a cell costs its base runs, then 3 reported seeds at the chosen
+rate, then, when it stays below the ceiling, 4x reruns on every reported seed at the chosen rate
+and half of it (6 runs of 4x the steps). Two figures per experiment bound the cost: **learned**
+(every cell reaches the ceiling: no 4x) and **below** (every cell stays below it: every 4x rerun).
+Not counted: early stops (learned cells stop sooner, so "learned" is an upper bound for them),
+rate grids grown past an edge, seeds added where seeds disagree (up to 5), branching 4x reruns
+from the base run's state (saves about a fifth of one), validation and test passes (``--overhead``
+adds a share for them, 10% by default). Step time: forward, backward and AdamW at the run's batch
+shape, one thread, measured once per distinct model and shape (median of ``--steps`` after two
+warm-up steps); measure on an idle machine, or read the figures as loaded ones.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections import defaultdict
+
+import torch
+
+REPORTED_SEEDS = 3
+LONG_RUNS = 6  # every reported seed at the chosen rate and half of it
+BUDGET = 4
+
+
+def step_seconds(config, steps: int) -> float:
+    """One training step's wall time for this run's model and batch shape (one thread)."""
+    T = max(t.seq_len for t in config.task.train_tasks)
+    vocab = config.task.vocab_size
+    model = config.model.build(vocab)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x = torch.randint(0, vocab, (config.train.batch_size, T))
+    times = []
+    for i in range(steps + 2):
+        begin = time.perf_counter()
+        out = model(x)
+        loss = torch.nn.functional.cross_entropy(out.flatten(0, -2).float(), x.flatten()[:out.flatten(0, -2).shape[0]])
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        if i >= 2:
+            times.append(time.perf_counter() - begin)
+    return statistics.median(times)
+
+
+def total_steps(config) -> int:
+    n = config.train.num_train
+    return max(1, round(config.train.epochs * max(1, n // config.train.batch_size)))
+
+
+def fake_run(point):
+    from evalsuite.records import RunRecord
+    m = {"accuracy": 0.5, "val_accuracy": 0.5, "floor": 0.1, "steps": 1, "best_step": 1, "loss": 1.0}
+    return RunRecord(run_id=point.run_id, config=point.config.as_dict(), status="done", metrics=m)
+
+
+def project(names, workers: int, steps: int, overhead: float) -> list[str]:
+    from evalsuite import reproduce
+    from evalsuite.sweep import expand
+
+    measured: dict[str, float] = {}
+
+    def cost(config) -> float:
+        key = repr((config.model.section(), config.train.batch_size, config.task.vocab_size,
+                    max(t.seq_len for t in config.task.train_tasks)))
+        if key not in measured:
+            measured[key] = step_seconds(config, steps)
+        return measured[key] * total_steps(config) * (1 + overhead)
+
+    lines = [f"| experiment | points | cells settled | CPU-min, every cell learned | CPU-min, every cell below | "
+             f"wall min on {workers} workers (learned - below) | listed |", "|---|---:|---:|---:|---:|---:|---:|"]
+    seen_sweeps: set[str] = set()
+    grand = [0.0, 0.0]
+    for exp in reproduce.select(names):
+        spec = exp.spec("cpu")
+        if spec is None:
+            lines.append(f"| {exp.name} | probes only | | | | | {exp.minutes['cpu']:g} |")
+            continue
+        points = expand(spec)
+        sweep_key = ",".join(sorted(p.run_id for p in points))
+        shared = sweep_key in seen_sweeps  # a group's experiments share one sweep: count it once
+        seen_sweeps.add(sweep_key)
+        by_id = {p.run_id: p for p in points}
+        base = sum(cost(p.config) for p in points)
+        cells = exp.cells([fake_run(p) for p in points], exp.params["cpu"]) if exp.cells else []
+        seeds = below = 0.0
+        for c in cells:
+            configs = [by_id[r.run_id].config for r in c.runs if r.run_id in by_id]
+            if not configs:
+                continue
+            one = cost(configs[0])
+            seeds += REPORTED_SEEDS * one
+            below += LONG_RUNS * BUDGET * one
+        learned_min, below_min = (base + seeds) / 60, (base + seeds + below) / 60
+        if shared:
+            lines.append(f"| {exp.name} | (the sweep above) | {len(cells)} | | | | {exp.minutes['cpu']:g} |")
+            continue
+        grand[0] += learned_min
+        grand[1] += below_min
+        lines.append(f"| {exp.name} | {len(points)} | {len(cells)} | {learned_min:,.0f} | {below_min:,.0f} | "
+                     f"{learned_min / workers:,.0f} - {below_min / workers:,.0f} | {exp.minutes['cpu']:g} |")
+    lines.append(f"| all | | | {grand[0]:,.0f} | {grand[1]:,.0f} | {grand[0] / workers:,.0f} - {grand[1] / workers:,.0f} | |")
+    lines.append("")
+    lines.append(f"{len(measured)} distinct model and batch shapes timed, {steps} steps each after two warm-up steps.")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=3, help="timed steps per model and shape")
+    parser.add_argument("--overhead", type=float, default=0.10, help="share added for data, validation and test")
+    parser.add_argument("--out", default=None, help="also write the table to this Markdown file")
+    parser.add_argument("--note", default="", help="a line on the machine's state while measuring (written above the table)")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    head = ["# Projected CPU time of `evalsuite reproduce` under the evidence method", "",
+            f"Generated by `OMP_NUM_THREADS=1 python benchmarks/project_reproduce.py{' --out ' + args.out if args.out else ''}` "
+            f"on {time.strftime('%Y-%m-%d')}; what it counts and leaves out is in the script's docstring. "
+            "\"learned\": every cell a verdict settles reaches the ceiling (3 rates, then 3 reported seeds, full "
+            "budget: early stops make it less); \"below\": every one stays below it (add 6 runs at 4x the budget each). "
+            "\"listed\" is the experiment's own `minutes`, what `evalsuite reproduce --list` prints.", ""]
+    if args.note:
+        head += [args.note, ""]
+    text = "\n".join(head + project(args.names, args.workers, args.steps, args.overhead))
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
