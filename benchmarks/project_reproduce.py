@@ -50,6 +50,11 @@ def step_seconds(config, steps: int) -> float:
     return statistics.median(times)
 
 
+def listed(exp) -> str:
+    cpu = exp.minutes["cpu"]
+    return f"{cpu[0]:g} - {cpu[1]:g}" if isinstance(cpu, tuple) else f"{cpu:g}"
+
+
 def total_steps(config) -> int:
     n = config.train.num_train
     return max(1, round(config.train.epochs * max(1, n // config.train.batch_size)))
@@ -81,7 +86,7 @@ def project(names, workers: int, steps: int, overhead: float) -> list[str]:
     for exp in reproduce.select(names):
         spec = exp.spec("cpu")
         if spec is None:
-            lines.append(f"| {exp.name} | probes only | | | | | {exp.minutes['cpu']:g} |")
+            lines.append(f"| {exp.name} | probes only | | | | | {listed(exp)} |")
             continue
         points = expand(spec)
         sweep_key = ",".join(sorted(p.run_id for p in points))
@@ -100,12 +105,12 @@ def project(names, workers: int, steps: int, overhead: float) -> list[str]:
             below += LONG_RUNS * BUDGET * one
         learned_min, below_min = (base + seeds) / 60, (base + seeds + below) / 60
         if shared:
-            lines.append(f"| {exp.name} | (the sweep above) | {len(cells)} | | | | {exp.minutes['cpu']:g} |")
+            lines.append(f"| {exp.name} | (the sweep above) | {len(cells)} | | | | {listed(exp)} |")
             continue
         grand[0] += learned_min
         grand[1] += below_min
         lines.append(f"| {exp.name} | {len(points)} | {len(cells)} | {learned_min:,.0f} | {below_min:,.0f} | "
-                     f"{learned_min / workers:,.0f} - {below_min / workers:,.0f} | {exp.minutes['cpu']:g} |")
+                     f"{learned_min / workers:,.0f} - {below_min / workers:,.0f} | {listed(exp)} |")
     lines.append(f"| all | | | {grand[0]:,.0f} | {grand[1]:,.0f} | {grand[0] / workers:,.0f} - {grand[1] / workers:,.0f} | |")
     lines.append("")
     lines.append(f"{len(measured)} distinct model and batch shapes timed, {steps} steps each after two warm-up steps.")
@@ -127,7 +132,9 @@ def main() -> None:
             f"on {time.strftime('%Y-%m-%d')}; what it counts and leaves out is in the script's docstring. "
             "\"learned\": every cell a verdict settles reaches the ceiling (3 rates, then 3 reported seeds, full "
             "budget: early stops make it less); \"below\": every one stays below it (add 6 runs at 4x the budget each). "
-            "\"listed\" is the experiment's own `minutes`, what `evalsuite reproduce --list` prints.", ""]
+            "\"listed\" is the experiment's own `minutes`, what `evalsuite reproduce --list` prints: set from an "
+            "earlier run of this script, so the two differ by the machine's load between runs (on a shared machine "
+            "by 10 to 30%).", ""]
     if args.note:
         head += [args.note, ""]
     text = "\n".join(head + project(args.names, args.workers, args.steps, args.overhead))

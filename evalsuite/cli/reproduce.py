@@ -9,7 +9,7 @@ from evalsuite.cli import common, main
 @main.command()
 @click.argument("names", nargs=-1)
 @click.option("--scale", default="cpu", show_default=True, type=click.Choice(["cpu", "paper"]),
-              help="cpu: sizes that run here in about an hour; paper: the published sizes (a GPU or a cluster)")
+              help="cpu: sizes a 2-core machine runs, an experiment in minutes to hours (`--list`, docs/PROJECTION.md); paper: the published sizes (a GPU or a cluster)")
 @click.option("--list", "list_only", is_flag=True, help="name each experiment, its source and expected run time")
 @common.executor_options
 @click.option("--verdicts-only", is_flag=True, help="judge what the store holds; run nothing (the store is only read)")
@@ -45,8 +45,12 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
     if list_only:
         for e in rep.all_experiments():
             group = f", group {e.group}" if e.group else ""
-            click.echo(f"{e.name}  ({e.source}{group})\n    {e.finding}\n    expected: about {e.minutes['cpu']:g} min "
-                       f"at cpu scale on 2 cores; about {e.minutes['paper']:g} GPU-min at paper scale")
+            cpu = e.minutes["cpu"]
+            cpu = (f"at cpu scale on 2 workers at most about {cpu[0]:g} min if every cell learns (early stops shorten "
+                   f"it), about {cpu[1]:g} if none does (its 4x reruns; docs/PROJECTION.md)" if isinstance(cpu, tuple)
+                   else f"about {cpu:g} min at cpu scale on 2 workers")
+            click.echo(f"{e.name}  ({e.source}{group})\n    {e.finding}\n    expected: {cpu}; about "
+                       f"{e.minutes['paper']:g} GPU-min at paper scale")
         return
     experiments = rep.select(names)
     if smoke:

@@ -28,7 +28,9 @@ class Experiment:
     what the verdict and cell functions read (widths, settings); ``verdict(runs, probes, params,
     judge)`` returns a ``Verdict``; ``cells(runs, params)`` lists the cells it rests on (what the
     escalation makes citable); ``probes``: scale -> capacity-probe calls; ``minutes``: the expected
-    run time per scale (2-core CPU / a GPU); ``group``: experiments that share one sweep (and
+    run time per scale (2-core CPU / a GPU): at cpu scale a (low, high) pair from
+    ``benchmarks/project_reproduce.py`` (docs/PROJECTION.md: every cell a verdict settles learned /
+    every one below the ceiling with its 4x reruns), or one figure where nothing trains; ``group``: experiments that share one sweep (and
     what each one's escalation adds) and are named together on the command line; ``order``: the
     place in listings and reports."""
 
@@ -37,7 +39,7 @@ class Experiment:
     source: str
     verdict: Callable[[list[RunRecord], pd.DataFrame, dict, Judge], Verdict]
     params: dict[str, dict]
-    minutes: dict[str, float]
+    minutes: dict[str, float | tuple[float, float]]
     specs: dict[str, dict] = field(default_factory=dict)
     cells: Callable[[list[RunRecord], dict], list[Cell]] | None = None
     probes: dict[str, list[dict]] = field(default_factory=dict)

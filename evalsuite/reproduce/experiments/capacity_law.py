@@ -225,6 +225,6 @@ register(Experiment(
     "larger d', unmoved by 4x the budget; the delta rule holds at least as many; softmax keeps every pair.",
     "Katharopoulos et al. 2020; Schlag et al. 2021, section 6.1 (FINDINGS 3, 16)", verdict,
     params={scale: {"pairs": sc["pairs"], "d_prime": sc["d_prime"]} for scale, sc in SCALES.items()},
-    minutes={"cpu": 720, "paper": 180},
+    minutes={"cpu": (255, 1275), "paper": 180},
     specs={"cpu": spec("cpu", CPU_LRS), "paper": spec("paper", PAPER_LRS)},
     cells=lambda runs, p: list(cells_by_point(runs, p).values()), order=15))

@@ -61,7 +61,7 @@ register(Experiment(
     "DeltaNet (Yang et al. 2024), MQAR; MAD in-context recall", verdict,
     params={"cpu": {"widths": [32, 64], "pairs": 16, "seq_len": 64, "control_width": 64, "feature_dim": CPU_FEATURE_DIM},
             "paper": {"widths": [64, 128, 256], "pairs": 64, "seq_len": 512, "control_width": 64}},
-    minutes={"cpu": 15, "paper": 120},
+    minutes={"cpu": (19, 96), "paper": 120},
     specs={"cpu": {"base": {**CPU_BASE, "model.d_model": 64, "task.seq_len": 64, "task.num_kv_pairs": 16, "train.lr": CPU_LRS[1]},
                    "set": CPU_SET,  # the base is one of the points (the softmax control), so it adds no run
                    "points": [{"model": m, "model.d_model": w, "task.seq_len": 64, "task.num_kv_pairs": 16, "train.lr": lr,

@@ -65,7 +65,7 @@ register(Experiment(
     params={"cpu": {"d_model": 64, "pairs": 16, "seq_len": 64, "n_layers": 2, "patterns": ["SL", "LS"],
                     "feature_dim": CPU_FEATURE_DIM},
             "paper": {"d_model": 64, "pairs": 16, "seq_len": 256, "n_layers": 4, "patterns": ["LS", "SL", "LLLS"]}},
-    minutes={"cpu": 12, "paper": 90},
+    minutes={"cpu": (15, 73), "paper": 90},
     specs={"cpu": {"base": {**CPU_BASE, "model": "hybrid"}, "set": {**CPU_SET, "task.num_kv_pairs": 16},
                    "grid": {"model.pattern": ["SL", "LS"], "model.layer_options": [{"linear": {"feature_dim": CPU_FEATURE_DIM}}],
                             **lrs(CPU_LRS)},

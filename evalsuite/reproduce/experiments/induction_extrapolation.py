@@ -127,7 +127,7 @@ register(Experiment(
     "Mamba (Gu and Dao 2023), Table 2 (FINDINGS 11)", verdict,
     params={"cpu": {"seq_len": 64, "d_model": 64, "beyond": 4, "models": MODELS, "judged": JUDGED},
             "paper": {"seq_len": 256, "d_model": 64, "beyond": 4, "models": MODELS, "judged": JUDGED}},
-    minutes={"cpu": 25, "paper": 120},
+    minutes={"cpu": (26, 149), "paper": 120},
     specs={"cpu": {"base": {"task": "induction", "model": "softmax"}, "set": {"train.epochs": 3, "train.stop_at_target": False},
                    "grid": {**GRID, **lrs(INDUCTION_LRS)}},
            "paper": {"base": {"task": "induction", "model": "softmax", "preset": "mamba"},

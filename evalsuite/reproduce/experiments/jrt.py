@@ -73,7 +73,7 @@ register(Experiment(
                                                            ("softmax", "softmax", 64, {})]},
             "paper": {"pairs": 16, "seq_len": 256, "models": [("elu+1", "linear", 64, {}), ("delta", "delta", 64, {}),
                                                               ("softmax", "softmax", 64, {})]}},
-    minutes={"cpu": 30, "paper": 120},
+    minutes={"cpu": (45, 226), "paper": 120},
     specs={"cpu": {"base": {**CPU_BASE, "model": "linear"}, "set": {**CPU_SET, "task.seq_len": 96, "task.num_kv_pairs": 16, "model.d_model": 64},
                    "grid": {"model,model.feature_dim": [["linear", CPU_FEATURE_DIM], ["delta", CPU_FEATURE_DIM]],
                             "task.num_passes": [1, 2], **lrs(CPU_LRS)},

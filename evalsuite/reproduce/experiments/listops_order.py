@@ -31,7 +31,7 @@ def verdict(runs, probes, p, judge):
 
 register(Experiment(
     "listops-order", "ListOps: softmax above elu+1 linear attention, both far below 100%.", "LRA (Tay et al. 2021), Table 1",
-    verdict, params={"cpu": {}, "paper": {}}, minutes={"cpu": 12, "paper": 240},
+    verdict, params={"cpu": {}, "paper": {}}, minutes={"cpu": (3, 17), "paper": 240},
     specs={"cpu": {"base": {"task": "listops", "model": "softmax"}, "grid": {"model": ["softmax", "linear"], **lrs(CPU_LRS)},
                    "set": {"train.num_train": 20000, "train.epochs": 3}},
            "paper": {"base": {"task": "listops", "model": "softmax", "preset": "lra"},

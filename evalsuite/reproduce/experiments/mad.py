@@ -258,6 +258,6 @@ register(Experiment(
     # softmax reached 0.977 at step 800 after a late jump (+0.787 in the last quarter, flagged
     # undertrained), so it learns within 800 steps with little to spare; a seed or rate that jumps
     # later sends its cell to 4x reruns (about 12 min more on 2 workers).
-    verdict, params={"cpu": CPU, "paper": PAPER}, minutes={"cpu": 90, "paper": 3600},
+    verdict, params={"cpu": CPU, "paper": PAPER}, minutes={"cpu": (23, 86), "paper": 3600},
     specs={"cpu": spec(CPU, CPU_LRS, 4), "paper": spec(PAPER, MAD_LRS, 200)},
     cells=verdict_cells, order=116))

@@ -32,7 +32,7 @@ register(Experiment(
     "Zoology (Arora et al. 2023), Figure 2", verdict,
     params={"cpu": {"d_model": 64, "settings": [(64, 4), (128, 8)]},
             "paper": {"d_model": 64, "settings": [(64, 4), (128, 8)]}},
-    minutes={"cpu": 4, "paper": 60},
+    minutes={"cpu": (14, 72), "paper": 60},
     specs={"cpu": {"base": CPU_BASE, "set": CPU_SET, "grid": rows(("softmax", 64, 64, 4), ("softmax", 64, 128, 8))},
            "paper": {"base": PAPER_BASE, "grid": {"task.seq_len,task.num_kv_pairs": [[64, 4], [128, 8]], **lrs(PAPER_LRS)},
                      "set": {"model.d_model": 64}}},
