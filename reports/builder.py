@@ -6,9 +6,12 @@ pairs / length, needle heat map, capacity, interference, sharpness, then one sec
 """
 from __future__ import annotations
 
+import base64
+import gzip
 import html
 import json
 import math
+import re
 from pathlib import Path
 from typing import Iterable
 
@@ -150,23 +153,47 @@ SCALAR_METRICS = ("accuracy", "val_accuracy", "floor", "floor_reader", "context_
 VERDICT_ANALYSES = ("retrieval_layer", "sharpness", "sharpness_by_context")
 
 
-def _verdict_metrics(metrics: dict) -> dict:
+def _verdict_metrics(metrics: dict, analyses=VERDICT_ANALYSES) -> dict:
     out = {k: v for k, v in metrics.items() if k in SCALAR_METRICS or (k.startswith("eval_") and k.endswith("_accuracy"))}
     analysis = metrics.get("analysis")
     if isinstance(analysis, dict):
-        kept = {k: analysis[k] for k in VERDICT_ANALYSES if k in analysis}
+        kept = {k: analysis[k] for k in analyses if k in analysis}
         if kept:
             out["analysis"] = kept
     return out
+
+
+# A compact report's embedded data is gzip-compressed JSON in base64 (``data-encoding="base64"`` on a
+# ``type="application/gzip"`` element): a reproduction's runs repeat the same config keys thousands
+# of times, so it is about a fifth of the JSON's size; the page decompresses it (DecompressionStream)
+# when a run's row is opened, and ``embedded_json`` reads either form.
+_DATA_TAG = re.compile(r'<script type="(application/json|application/gzip)" id="evalsuite-data"[^>]*>')
+
+
+def _embed(data, compact: bool) -> str:
+    text = _json_for_script(data)
+    if not compact:
+        return text
+    return base64.b64encode(gzip.compress(text.encode(), compresslevel=9, mtime=0)).decode("ascii")
+
+
+def embedded_json(text: str) -> dict:
+    """The raw ``#evalsuite-data`` of a report's HTML: ``runs`` (run records as dicts), ``probes``
+    and ``verdicts``, from a full report (JSON) or a compact one (gzip, base64)."""
+    tag = _DATA_TAG.search(text)
+    if tag is None:
+        raise ValueError("no #evalsuite-data element: not an evalsuite report")
+    body = text[tag.end():text.index("</script>", tag.end())]  # "<" is escaped inside (``_json_for_script``)
+    if tag.group(1) == "application/gzip":
+        body = gzip.decompress(base64.b64decode(body)).decode()
+    return json.loads(body)
 
 
 def read_embedded(path: str | Path) -> dict:
     """A report's embedded data (``#evalsuite-data``): ``runs`` (``RunRecord``), ``probes`` (a
     DataFrame, empty without probes) and ``verdicts`` (``Verdict``), as the report was built from."""
     text = Path(path).read_text()
-    start = text.index('<script type="application/json" id="evalsuite-data">')
-    start = text.index(">", start) + 1
-    data = json.loads(text[start:text.index("</script>", start)])  # "<" is escaped inside (``_json_for_script``)
+    data = embedded_json(text)
     return {"runs": [RunRecord.model_validate(r) for r in data["runs"]],
             "probes": pd.DataFrame(data.get("probes") or []),
             "verdicts": [Verdict.model_validate(v) for v in data.get("verdicts") or []],
@@ -174,15 +201,20 @@ def read_embedded(path: str | Path) -> dict:
 
 
 def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes: pd.DataFrame | None = None,
-           plot_format: str = "png", verdicts: list[Verdict] | None = None, compact: bool = False) -> str:
+           plot_format: str = "png", verdicts: list[Verdict] | None = None, compact: bool = False,
+           analyses: dict[str, Iterable[str]] | None = None) -> str:
     """``runs``: run records. ``probes``: capacity-probe rows (``evalsuite.analysis.capacity_probe``
     output, several memories). ``verdicts``: a reproduction's verdicts (their section leads the
-    report). ``compact``: for a report that is committed or mailed; each run keeps
-    its section (status, accuracy beside chance, scalars, configuration on one line) but not its
-    training-curve image or environment, and the embedded data keeps each run's config and scalar
-    metrics, the eval-segment accuracies and the analyses a verdict reads (``VERDICT_ANALYSES``),
-    not the rest of its analyses and slices (the store holds those): a reproduction's compact
-    report re-derives its verdicts from its own data (``read_embedded``)."""
+    report). ``compact``: for a report that is committed or mailed; each run keeps its row (status,
+    accuracy, floor, steps) and, when opened, its scalars, flags and configuration, built by the page
+    from the embedded data; no training-curve image. The embedded data keeps each run's config and
+    scalar metrics, the eval-segment accuracies and the analyses a verdict reads
+    (``VERDICT_ANALYSES``), not the rest of its analyses and slices (the store holds those), so a
+    reproduction's compact report re-derives its verdicts from its own data (``read_embedded``); it
+    is compressed (gzip, base64), and the per-head analysis tables show means per model, task,
+    layer and head: a reproduction of thousands of runs stays a few MB. ``analyses``: run id -> the
+    analysis keys its verdicts read (``Experiment.analyses``), all a compact report keeps of its
+    analyses (a run it does not name keeps none); None: every run keeps ``VERDICT_ANALYSES``."""
     if plot_format not in PLOT_FORMATS:
         raise ValueError(f"plot_format must be one of {PLOT_FORMATS}, got {plot_format!r}")
     runs = list(runs)
@@ -199,16 +231,18 @@ def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes
     curves = {} if compact or inline else {r.run_id: c for r in runs if (c := curve_points(r))}
     raw = _clean([r.model_dump(mode="json", exclude={"history"}) for r in runs])
     if compact:
-        raw = [{**r, "metrics": _verdict_metrics(r["metrics"])} for r in raw]
-    data = ReportData(runs, summary, slices, probes, list(verdicts or []))
+        raw = [{**r, "metrics": _verdict_metrics(r["metrics"], VERDICT_ANALYSES if analyses is None
+                                                 else sorted(analyses.get(r["run_id"], ())))} for r in raw]
+    data = ReportData(runs, summary, slices, probes, list(verdicts or []), compact=compact)
     built = [(section, section.build(data, plot_format)) for section in sections()]
     context = dict(
         title=title, runs=views, summary=summary, target=TARGET_ACCURACY,
         curves_json=_json_for_script(curves) if curves else None,
         failed=[v for v in views if v["status"] != "done"],
         sections=[{"id": s.id, "title": s.title, "template": s.template, "data": d, "leads": s.leads} for s, d in built if d],
-        raw_json=_json_for_script({"runs": raw, "probes": None if probes is None else _clean(probes.to_dict("records")),
-                                   "verdicts": [v.model_dump(mode="json") for v in verdicts or []]}),
+        raw_json=_embed({"runs": raw, "probes": None if probes is None else _clean(probes.to_dict("records")),
+                         "verdicts": [v.model_dump(mode="json") for v in verdicts or []]}, compact),
+        compact=compact, scalar_metrics=SCALAR_METRICS,
     )
     return _env.get_template("report.html.j2").render(**context)
 

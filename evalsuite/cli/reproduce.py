@@ -96,9 +96,14 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
         click.echo(f"{v.name:<{width}}{v.status.value.upper()}" + (f"  ({v.why})" if v.why else ""))
         for f in v.figures:
             click.echo(f"{'':<{width}}{f}")
-    runs = list({r.run_id: r for e in experiments for r in rep.experiment_runs(e, scale, store)}.values())
+    per_experiment = {e.name: rep.experiment_runs(e, scale, store) for e in experiments}
+    runs = list({r.run_id: r for rs in per_experiment.values() for r in rs}.values())
+    analyses: dict[str, set[str]] = {}  # what each run's verdicts read of its analyses (a compact report keeps only that)
+    for e in experiments:
+        for r in per_experiment[e.name]:
+            analyses.setdefault(r.run_id, set()).update(e.analyses)
     path = builder.write(runs, output, title=f"evalsuite: reproducing the literature ({scale} scale)",
-                         probes=store.probes(), verdicts=verdicts, compact=compact)
+                         probes=store.probes(), verdicts=verdicts, compact=compact, analyses=analyses)
     click.echo(f"report   {path} ({path.stat().st_size / 2**20:.1f} MiB, {len(runs)} runs)")
     from evalsuite.reports.results_md import results_markdown
 

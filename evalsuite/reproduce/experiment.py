@@ -30,7 +30,9 @@ class Experiment:
     escalation makes citable); ``probes``: scale -> capacity-probe calls; ``minutes``: the expected
     run time per scale (2-core CPU / a GPU): at cpu scale a (low, high) pair from
     ``benchmarks/project_reproduce.py`` (docs/PROJECTION.md: every cell a verdict settles learned /
-    every one below the ceiling with its 4x reruns), or one figure where nothing trains; ``group``: experiments that share one sweep (and
+    every one below the ceiling with its 4x reruns), or one figure where nothing trains; ``analyses``:
+    the keys of a run's ``metrics["analysis"]`` the verdict reads (a compact report keeps those for
+    the experiment's runs, and no others: they are most of a run's size); ``group``: experiments that share one sweep (and
     what each one's escalation adds) and are named together on the command line; ``order``: the
     place in listings and reports."""
 
@@ -43,6 +45,7 @@ class Experiment:
     specs: dict[str, dict] = field(default_factory=dict)
     cells: Callable[[list[RunRecord], dict], list[Cell]] | None = None
     probes: dict[str, list[dict]] = field(default_factory=dict)
+    analyses: tuple[str, ...] = ()
     group: str | None = None
     order: int = 100
 

@@ -31,6 +31,36 @@ class ReportData:
     slices: pd.DataFrame
     probes: pd.DataFrame | None
     verdicts: list[Verdict] = field(default_factory=list)
+    compact: bool = False  # a committed report: tables of per-run rows are summarised (``per_head``)
+
+
+PER_HEAD_KEYS = ["model", "task", "setting", "layer", "head"]
+
+
+def setting_label(config: dict) -> str:
+    """What sets a run's shape apart from others of its model and task, short: length, pairs, width,
+    layers and the key-side feature size where set (an analysis table's means never mix these)."""
+    task, model = config["task"], config["model"]
+    parts = [f"T {task['seq_len']}" if task.get("seq_len") else None,
+             f"D {task['num_kv_pairs']}" if task.get("num_kv_pairs") else None,
+             f"width {model.get('d_model')}", f"{model.get('n_layers')} layers",
+             f"feature_dim {model['feature_dim']}" if model.get("feature_dim") else None]
+    return ", ".join(p for p in parts if p)
+
+
+def per_head(rows: list[dict], compact: bool) -> list[dict]:
+    """An analysis table's rows (one per run, layer and head). In a compact report, their means per
+    model, task, setting (``setting_label``), layer and head, with ``runs`` counting the runs averaged (a reproduction's thousands
+    of runs would otherwise make these tables most of the file); the per-run figures stay in the store."""
+    if not compact or not rows:
+        return rows
+    df = pd.DataFrame(rows)
+    numeric = [c for c in df.columns if c not in PER_HEAD_KEYS and c != "run" and pd.api.types.is_numeric_dtype(df[c])
+               and not pd.api.types.is_bool_dtype(df[c])]
+    groups = df.groupby(PER_HEAD_KEYS, sort=True)
+    out = groups[numeric].mean().reset_index()
+    out["runs"] = groups.size().to_numpy()
+    return out.to_dict("records")
 
 
 class Section:

@@ -7,7 +7,7 @@ from evalsuite.labels import model_label
 from evalsuite.records import RunRecord
 from evalsuite.reports import plots
 
-from . import ReportData, Section, _best_per_model
+from . import ReportData, Section, _best_per_model, per_head, setting_label
 
 
 CROSSTALK_CAP = 1e3  # cross-talk above this is a near-zero signal, not interference
@@ -18,6 +18,7 @@ class Interference(Section):
 
     def build(self, data: ReportData, fmt: str) -> dict | None:
         section = _interference(data.runs, fmt)
+        section["table"] = per_head(section["table"], data.compact)
         return section if section["table"] else None
 
 
@@ -28,7 +29,7 @@ def _interference(runs: list[RunRecord], fmt: str) -> dict:
         a = r.metrics.get("analysis") or {} if r.ok else {}
         for row in a.get("interference", []):
             rows.append({"run": r.run_id, "model": model_label(r.config), "task": r.config["task"]["name"],
-                         **row})
+                         "setting": setting_label(r.config), **row})
         for row in a.get("interference_by_keys", []):
             by_keys.append({"model": f"{model_label(r.config)} L{row['layer']}H{row['head']}", **row})
     section["table"] = rows

@@ -7,7 +7,7 @@ from evalsuite.labels import model_label
 from evalsuite.records import RunRecord
 from evalsuite.reports import plots
 
-from . import ReportData, Section, _best_per_model
+from . import ReportData, Section, _best_per_model, per_head, setting_label
 
 
 class Sharpness(Section):
@@ -15,6 +15,7 @@ class Sharpness(Section):
 
     def build(self, data: ReportData, fmt: str) -> dict | None:
         section = _sharpness(data.runs, fmt)
+        section["table"] = per_head(section["table"], data.compact)
         return section if section["table"] else None
 
 
@@ -24,7 +25,8 @@ def _sharpness(runs: list[RunRecord], fmt: str) -> dict:
     for r in runs:
         a = r.metrics.get("analysis") or {} if r.ok else {}
         for row in a.get("sharpness", []):
-            rows.append({"run": r.run_id, "model": model_label(r.config), "task": r.config["task"]["name"], **row})
+            rows.append({"run": r.run_id, "model": model_label(r.config), "task": r.config["task"]["name"],
+                         "setting": setting_label(r.config), **row})
         for row in a.get("sharpness_by_context", []):
             ctx.append({"model": f"{model_label(r.config)} L{row['layer']}H{row['head']}", **row})
     section["table"] = rows

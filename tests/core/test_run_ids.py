@@ -2,8 +2,6 @@
 of a few configurations are pinned as the code computed them before the typed RunConfig, every
 sweep point of the committed CPU reproduction is still a run of its store, and every stored
 configuration read back as a RunConfig hashes to its own id."""
-import json
-import re
 from pathlib import Path
 
 import pytest
@@ -37,8 +35,9 @@ def test_pinned_run_ids(task, model, options, overrides, expected):
 @pytest.fixture(scope="module")
 def committed():
     """The runs embedded in the committed CPU reproduction report."""
-    html = (Path(__file__).resolve().parents[2] / "docs" / "reproduce-cpu.html").read_text()
-    return json.loads(re.search(r'<script[^>]*id="evalsuite-data"[^>]*>(.*?)</script>', html, re.S).group(1))["runs"]
+    from evalsuite.reports import builder
+
+    return builder.embedded_json((Path(__file__).resolve().parents[2] / "docs" / "reproduce-cpu.html").read_text())["runs"]
 
 
 # experiments whose grid gained new points since the committed reproduction was made (their new

@@ -1,5 +1,6 @@
 """The HTML report opened in a real browser (Debian's Chromium driven by Playwright)."""
 import copy
+import html
 import json
 import re
 import textwrap
@@ -10,8 +11,10 @@ import pytest
 import evalsuite
 from evalsuite import analysis
 from evalsuite import config as cfg
+from evalsuite.labels import model_label
 from evalsuite.models import feature_maps
 from evalsuite.reports import builder
+from evalsuite.reports.sections import setting_label
 from evalsuite.store import Store
 
 CHROMIUM = "/usr/bin/chromium"
@@ -152,6 +155,39 @@ def test_report_in_headless_chromium(report_store, repo_root):
     assert all(u.startswith(("file://", "data:")) for u in requests), [u for u in requests if not u.startswith("file")]
 
 
+def test_compact_report_builds_a_runs_details_in_headless_chromium(report_store, tmp_path):
+    """A compact report's row holds no static detail: opening it (or a #run- link) builds the run's
+    metrics and configuration from the compressed embedded data, hostile strings as text."""
+    playwright = pytest.importorskip("playwright.sync_api", reason="install the dev extra (make test does)")
+    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: `make test` installs it (apt-get install chromium)"
+    runs = Store(report_store.parent / "store.db").runs()
+    path = tmp_path / "compact.html"
+    path.write_text(builder.render(runs, compact=True))
+    hostile = next(r for r in runs if r.config["model"].get("feature_map") == HOSTILE)
+    console, dialogs = [], []
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: console.append(str(e)))
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(path.as_uri() + f"#run-{hostile.run_id}")  # a link to a run opens and fills its row
+        page.wait_for_load_state("load")
+        box = f"#run-{hostile.run_id} div.run-detail"
+        page.wait_for_selector(f"{box} table", timeout=10_000)
+        text = page.inner_text(box)
+        assert f"Test accuracy {hostile.metrics['accuracy']:.4g}" in text and "floor_reader" in text
+        assert page.evaluate(f"document.querySelector('{box} pre').textContent").count(HOSTILE) == 1  # as text
+        first = runs[0].run_id
+        page.click(f"#run-{first} summary")
+        page.wait_for_selector(f"#run-{first} div.run-detail table", timeout=10_000)
+        steps = page.evaluate(f"""Array.from(document.querySelectorAll('#run-{first} div.run-detail tr'))
+            .filter(r => r.cells[0].textContent === 'steps').map(r => r.cells[1].textContent)""")
+        assert steps == [str(runs[0].metrics["steps"])]
+        browser.close()
+    assert console == [] and dialogs == []
+
+
 def test_render_refuses_unknown_plot_format():
     with pytest.raises(ValueError, match="plot_format"):
         builder.render([], plot_format="gif")
@@ -199,12 +235,63 @@ def test_compact_report_keeps_each_run_and_what_verdicts_read_but_not_curves_or_
     assert "training curves of" in full and "training curves of" not in compact
     for r in runs:
         assert f'id="run-{r.run_id}"' in compact  # every point of a plot still links to its run
-    data = json.loads(compact[compact.index('id="evalsuite-data">') + 20:compact.index("</script>", compact.index('id="evalsuite-data">'))])
+    assert '<script type="application/gzip" id="evalsuite-data" data-encoding="base64">' in compact
+    data = builder.embedded_json(compact)
+    assert [r["run_id"] for r in data["runs"]] == [r.run_id for r in runs]
+    assert builder.embedded_json(full)["runs"][0]["config"] == data["runs"][0]["config"]  # the same data, compressed
     done = [r for r in data["runs"] if r["status"] == "done"]
     # of the analyses, only what a verdict reads stays (builder.VERDICT_ANALYSES); slices go
     assert all("accuracy" in r["metrics"] and "slices" not in r["metrics"]
                and set(r["metrics"].get("analysis", {})) <= set(builder.VERDICT_ANALYSES) for r in done)
     assert any(r["metrics"].get("analysis") for r in done)
+    # given what each run's verdicts read (a reproduction passes Experiment.analyses), only that stays
+    first = done[0]["run_id"]
+    named = builder.embedded_json(builder.render(runs, compact=True, analyses={first: ["retrieval_layer"]}))
+    kept = {r["run_id"]: r["metrics"].get("analysis") for r in named["runs"] if r["status"] == "done"}
+    assert set(kept[first]) == {"retrieval_layer"} and all(a is None for k, a in kept.items() if k != first)
+
+
+def test_a_compact_reports_analysis_tables_are_means_per_head(report_store):
+    """In a compact report the sharpness and interference tables hold one row per model, task, setting,
+    layer and head: the mean of the runs' rows (a brute-force mean over the store's records), with their count."""
+    runs = Store(report_store.parent / "store.db").runs()
+    compact = builder.render(runs, compact=True)
+    table = compact[compact.index('id="sharpness"'):]
+    table = table[table.index("<tbody>"):table.index("</tbody>")]
+    rows = re.findall(r"<tr><td>mean of (\d+)</td><td>([^<]+)</td><td>([^<]+)</td><td>([^<]+)</td><td class=\"num\">(\d+)</td>"
+                      r"<td class=\"num\">(\d+)</td>\s*<td class=\"num\">([^<]+)</td>", table)
+    expected: dict = {}
+    for r in runs:
+        for row in ((r.metrics.get("analysis") or {}).get("sharpness") or []) if r.ok else []:
+            key = (model_label(r.config), r.config["task"]["name"], setting_label(r.config), row["layer"], row["head"])
+            expected.setdefault(key, []).append(row["entropy"])
+    assert rows and len(rows) == len(expected)
+    for n, model, task, setting, layer, head, entropy in rows:
+        values = expected[html.unescape(model), task, setting, int(layer), int(head)]
+        assert int(n) == len(values) and float(entropy) == pytest.approx(sum(values) / len(values), rel=1e-3)
+    assert 'href="#run-' not in table and "href=\"#run-" in builder.render(runs)  # the full report keeps a row per run
+
+
+def test_a_compact_report_stays_small_per_run():
+    """The committed reproduction holds thousands of runs in under 5 MB: a compact report's cost per run
+    (its row and its embedded data) stays under 700 bytes for runs that differ as a sweep's do."""
+    from evalsuite.records import RunRecord
+
+    def run(i):
+        config = {"task": {"name": "recall", "seq_len": 64, "num_kv_pairs": 4 * (1 + i % 8), "vocab_size": 8192},
+                  "model": {"name": "linear", "d_model": 64, "n_layers": 2, "feature_map": "elu1", "feature_dim": 8 * (1 + i % 4)},
+                  "train": {"lr": [1e-3, 3e-3, 1e-2][i % 3], "epochs": 6.0, "batch_size": 64}, "seed": i % 5}
+        sharp = [{"layer": l, "head": 0, "entropy": 0.1 * i + l, "norm_entropy": 0.2, "max_weight": 0.7, "topk_mass": 0.9,
+                  "answer_mass": 0.5} for l in range(2)]
+        return RunRecord(run_id=f"{i:016x}", config=config, status="done", metrics={
+            "accuracy": (i % 997) / 1000, "val_accuracy": (i % 991) / 1000, "floor": 0.125, "loss": 1 / (i + 3),
+            "steps": 100 * i, "wall_time_s": 1.2345678 * i, "analysis": {"sharpness": sharp, "sharpness_by_context": [
+                {"layer": 0, "head": 0, "context": c, "entropy": c / (i + 7), "norm_entropy": 0.3} for c in range(2, 40)]}})
+
+    sizes = {n: len(builder.render([run(i) for i in range(n)], compact=True, analyses={})) for n in (50, 250)}
+    per_run = (sizes[250] - sizes[50]) / 200
+    print(f"compact report: {per_run:.0f} bytes a run")
+    assert per_run < 700, per_run
 
 
 def test_a_large_full_report_draws_each_runs_curve_when_its_row_is_opened():

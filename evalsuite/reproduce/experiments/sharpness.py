@@ -56,7 +56,7 @@ register(Experiment(
     "sharpness", "Softmax concentrates its weight on the queried key; elu+1's implicit weights are much flatter, and their "
     "entropy grows with context length.", "the seed documents' geometric reading", verdict,
     params={"cpu": {"d_model": 64, "pairs": 4, "seq_len": 64}, "paper": {"d_model": 64, "pairs": 16, "seq_len": 256}},
-    minutes={"cpu": (9, 44), "paper": 30},
+    minutes={"cpu": (9, 44), "paper": 30}, analyses=("retrieval_layer", "sharpness", "sharpness_by_context"),
     specs={"cpu": {"base": CPU_BASE, "set": {**CPU_SET, "task.num_kv_pairs": 4},
                    "grid": {"model": ["softmax", "linear"], **lrs(CPU_LRS)}},
            "paper": {"base": PAPER_BASE, "grid": {"model": ["softmax", "linear"], **lrs(PAPER_LRS)},
