@@ -68,6 +68,15 @@ class Store:
         return [_decode(r, list(history.get(r["run_id"], {}).values()))
                 for r in rows if wanted is None or r["run_id"] in wanted]
 
+    def timings(self) -> list[tuple[dict, float, int, int | None]]:
+        """(config, wall_time_s, steps, budget_steps) of every done run that recorded them, without
+        histories: what a segment's deadline estimates run times from (``sweep.expected_seconds``)."""
+        with self.connect(create=False) as conn:
+            rows = conn.execute("SELECT config, json_extract(metrics, '$.wall_time_s'), json_extract(metrics, '$.steps'), "
+                                "json_extract(metrics, '$.budget_steps') FROM runs WHERE status = 'done'").fetchall()
+        return [(json.loads(c), float(w), int(n), None if b is None else int(b)) for c, w, n, b in rows
+                if w is not None and n]
+
     def statuses(self, run_ids: list[str]) -> list[dict]:
         """``[{"run_id", "status"}]`` of the stored ones among ``run_ids`` (``stale`` as ``_decode`` reads it)."""
         with self.connect(create=False) as conn:

@@ -223,8 +223,10 @@ def run_points(points: list[Point], *, name: str, spec: dict, store: Store, exec
                deadline: float | None = None) -> dict:
     """``group``: auto, on or off: train points that differ only in learning rate and seed together
     (``executors.grouping``). ``deadline`` (``time.monotonic()``, local executor): no run starts
-    after it; runs in flight finish, and those never started are recorded interrupted, so the next
-    invocation resumes them (a segment of a long reproduction)."""
+    after it, nor one whose configuration's finished runs say it would not end by then
+    (``expected_seconds``; a run with none starts until the deadline); runs in flight finish, and
+    those never started are recorded interrupted, so the next invocation resumes them (a segment of
+    a long reproduction)."""
     from evalsuite.executors import get_executor
 
     runner = get_executor(executor, workers=workers, device=device, address=address, threads=threads,
@@ -261,6 +263,8 @@ def run_points(points: list[Point], *, name: str, spec: dict, store: Store, exec
     progress = Progress(len(todo), echo)
     failed, finished = 0, set()
     runner.deadline = deadline
+    if deadline is not None and hasattr(runner, "estimates"):  # a segment starts no run it cannot finish
+        runner.estimates = expected_seconds(store, [p.config.as_dict() for p in todo])
     with Heartbeat(store, [p.run_id for p in todo]) as beat:
         try:
             for result in runner.run([p.config for p in todo], incoming_dir(store)):
@@ -280,6 +284,44 @@ def run_points(points: list[Point], *, name: str, spec: dict, store: Store, exec
         store.interrupt(left, "not started: the segment ended (--segment-minutes); the next invocation runs it")
         echo(f"sweep {name}: the segment is over; {len(left)} runs left for the next invocation")
     return {"sweep_id": sid, "points": len(points), "ran": len(finished), "failed": failed, "left": len(left)}
+
+
+# a run's expected time is its configuration's finished runs' time per step times its budget, and
+# this much more: what load and evaluation add beyond the runs it was measured on
+ESTIMATE_MARGIN = 1.15
+
+
+def _budget_key(config: dict) -> str:
+    """A configuration without what changes a run's time only through its step count (the rate,
+    the seed, the epochs)."""
+    train = {k: v for k, v in config.get("train", {}).items() if k not in ("lr", "epochs")}
+    return json.dumps({**{k: v for k, v in config.items() if k not in ("seed", "train")}, "train": train},
+                      sort_keys=True, default=str)
+
+
+def expected_seconds(store: Store, configs: list[dict]) -> list[float | None]:
+    """Each config's expected wall time at its full budget: the median seconds per step of the
+    store's done runs of the same configuration (any rate, seed or epochs) times the steps its epochs
+    give (their budget_steps per epoch), times ``ESTIMATE_MARGIN``; None where no such run exists.
+    Early stops make runs shorter, so this is an upper estimate, what a segment's deadline needs."""
+    import statistics
+
+    per_step: dict[str, list[float]] = {}
+    per_epoch: dict[str, list[float]] = {}
+    for config, wall, steps, budget in (store.timings() if store.path.exists() else []):
+        key = _budget_key(config)
+        per_step.setdefault(key, []).append(wall / steps)
+        epochs = config.get("train", {}).get("epochs")
+        if budget and epochs:
+            per_epoch.setdefault(key, []).append(budget / epochs)
+    out: list[float | None] = []
+    for config in configs:
+        key, epochs = _budget_key(config), config.get("train", {}).get("epochs")
+        if key not in per_step or key not in per_epoch or not epochs:
+            out.append(None)
+            continue
+        out.append(ESTIMATE_MARGIN * statistics.median(per_step[key]) * statistics.median(per_epoch[key]) * epochs)
+    return out
 
 
 def _check_workers(points: list[Point], workers: int) -> None:

@@ -25,7 +25,8 @@ from evalsuite.cli import common, main
               help="also write the verdicts as Markdown here (the committed copy: docs/RESULTS.md) "
                    "[always written: reports/RESULTS-SCALE.md beside the store]")
 @click.option("--segment-minutes", default=None, type=click.FloatRange(min=1),
-              help="start no run after this many minutes (runs in flight finish); the next invocation resumes. "
+              help="end within this many minutes: start no run after them, nor one that its configuration's "
+                   "finished runs say would end past them (runs in flight finish); the next invocation resumes. "
                    "A whole reproduction runs in segments of at most two hours (120)")
 @click.option("--smoke", is_flag=True,
               help="every sweep point once at a few steps, in its own store (smoke/evalsuite.db beside the default "

@@ -55,15 +55,27 @@ class LocalExecutor:
             threads = max(1, cpu_count() // self.workers)
         self.threads = threads
 
+    _ended = False  # the last ``run`` held back a unit that would not have ended by the deadline
+
     def _over(self) -> bool:
-        return self.deadline is not None and time.monotonic() >= self.deadline
+        return self._ended or (self.deadline is not None and time.monotonic() >= self.deadline)
 
     def _device(self, slot: int) -> str:
         return f"cuda:{slot % self.gpus}" if self.gpus else "cpu"
 
     deadline: float | None = None  # time.monotonic(): no run starts after it (a segment's end); runs in flight finish
+    # expected seconds per config (None: unknown), aligned with ``run``'s configs: with a deadline, a
+    # unit starts only if its expected time (its members' sum) ends by then, so a segment keeps its length
+    estimates: list[float | None] | None = None
+
+    def _fits(self, unit: list[int]) -> bool:
+        if self.deadline is None or not self.estimates:
+            return True
+        known = [self.estimates[i] for i in unit if self.estimates[i] is not None]
+        return not known or time.monotonic() + sum(known) <= self.deadline
 
     def run(self, configs: list[RunConfig], incoming: Path) -> Iterator[RunRecord]:
+        self._ended = False
         pending = {u[0]: u for u in plan(configs, self.group, slots=self.workers, cuda=bool(self.gpus))}  # first point -> unit
         attempts = {k: 0 for k in pending}
         ctx = mp.get_context("spawn")  # safe with CUDA and threads; workers import torch once
@@ -78,7 +90,11 @@ class LocalExecutor:
                 try:
                     while waiting or running:
                         while waiting and free and not self._over():
-                            k, unit = waiting.pop(0)
+                            fits = next((j for j, (_, u) in enumerate(waiting) if self._fits(u)), None)
+                            if fits is None:  # none would end by the deadline: the segment ends with these in flight
+                                self._ended = True
+                                break
+                            k, unit = waiting.pop(fits)
                             slot = free.pop(0)
                             try:
                                 future = pool.submit(run_unit_in_worker, [configs[i] for i in unit], self._device(slot),

@@ -65,12 +65,21 @@ def cheapest_first(points) -> list:
 def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, echo=print,
                     deadline: float | None = None) -> bool:
     """Sweep, escalate and probe ``experiments`` (resumable: what the store holds is not rerun).
-    ``deadline`` (``time.monotonic()``): start nothing after it (``run`` stops its sweep there too);
-    returns False when the segment ended before everything ran."""
+    ``deadline`` (``time.monotonic()``): start nothing after it (``run`` stops its sweep there too,
+    and holds back runs that would end past it: its result's ``left``); returns False when the
+    segment ended before everything ran."""
     import time
 
+    ended = False
+
     def over() -> bool:
-        return deadline is not None and time.monotonic() >= deadline
+        return ended or (deadline is not None and time.monotonic() >= deadline)
+
+    def sweep(points, name, spec) -> None:
+        nonlocal ended
+        result = run(points, name, spec)
+        if deadline is not None and isinstance(result, dict) and result.get("left"):
+            ended = True  # runs were held back: the segment is over, whatever the clock says
 
     from evalsuite.sweep import Point, expand, sweep_id
 
@@ -83,7 +92,7 @@ def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, 
             store.add_sweep(sweep_id(mine), spec.name, spec.model_dump(), [p.run_id for p in mine])  # as `sweep` records it
             points.update({p.run_id: p for p in mine})
     if points:
-        run(list(points.values()), f"reproduce-{scale}", {"experiments": [e.name for e in experiments], "scale": scale})
+        sweep(list(points.values()), f"reproduce-{scale}", {"experiments": [e.name for e in experiments], "scale": scale})
     for round_ in range(1, MAX_ROUNDS + 1):
         if over():
             return False
@@ -103,7 +112,7 @@ def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, 
                 todo.update({p.run_id: p for p in mine})
         if not todo:
             break
-        run(cheapest_first(todo.values()), f"reproduce-{scale}-escalation-{round_}", {"round": round_})
+        sweep(cheapest_first(todo.values()), f"reproduce-{scale}-escalation-{round_}", {"round": round_})
     else:
         echo(f"  escalation stopped after {MAX_ROUNDS} rounds; the verdicts say what is still missing")
     for exp in experiments:

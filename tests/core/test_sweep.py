@@ -213,6 +213,52 @@ def test_a_segment_ends_at_its_deadline_and_the_next_invocation_resumes(tmp_path
     assert rest["ran"] == first["left"] and done_rows(store_path) == [("done", 3)]
 
 
+def _timed(store, point, *, seed, wall, steps, budget):
+    """A synthetic done run of ``point``'s configuration at another seed that took ``wall`` seconds."""
+    from evalsuite.config import run_id
+    from evalsuite.records import RunRecord
+
+    config = {**point.config.as_dict(), "seed": seed}
+    store.finish(RunRecord(run_id=run_id(config), config=config, status="done",
+                           metrics={"accuracy": 0.5, "wall_time_s": wall, "steps": steps, "budget_steps": budget}))
+
+
+def test_expected_seconds_reads_the_configurations_finished_runs(tmp_path, store_path):
+    """Median seconds per step of the same configuration (any seed, rate or epochs) times the steps
+    its epochs give, times the margin; None without such a run."""
+    spec = sweeps.load_spec(write(tmp_path, GRID6))
+    points = sweeps.expand(spec)
+    store = Store(store_path)
+    soft = [p for p in points if p.config.model.name == "softmax"]
+    _timed(store, soft[0], seed=90, wall=10.0, steps=100, budget=100)
+    _timed(store, soft[1], seed=91, wall=30.0, steps=50, budget=100)  # stopped early: 0.6 s a step
+    _timed(store, soft[0], seed=92, wall=20.0, steps=100, budget=100)
+    configs = [p.config.as_dict() for p in points]
+    epochs = configs[0]["train"]["epochs"]
+    longer = {**configs[0], "train": {**configs[0]["train"], "epochs": 4 * epochs}}
+    got = sweeps.expected_seconds(store, [configs[0], longer] + [c for c in configs if c["model"]["name"] != "softmax"])
+    per_epoch = 100 / epochs
+    assert got[0] == pytest.approx(sweeps.ESTIMATE_MARGIN * 0.2 * per_epoch * epochs)  # median of 0.1, 0.6, 0.2
+    assert got[1] == pytest.approx(4 * got[0])
+    assert got[2:] == [None] * 4
+
+
+def test_a_segment_starts_no_run_it_expects_to_end_past_the_deadline(tmp_path, store_path):
+    """A run whose configuration took far longer than the time left is held back (recorded
+    interrupted for the next invocation, the sweep's ``left``); one with no precedent still runs."""
+    spec = sweeps.load_spec(write(tmp_path, GRID6))
+    points = sweeps.expand(spec)
+    soft = [p for p in points if p.config.model.name == "softmax"]
+    lin = [p for p in points if p.config.model.name == "linear"][:1]
+    store = Store(store_path)
+    _timed(store, soft[0], seed=90, wall=1e5, steps=10, budget=10)
+    result = sweeps.run_points(soft + lin, name="seg", spec=spec.model_dump(), store=store, workers=1,
+                               deadline=time.monotonic() + 600, echo=lambda *_: None)
+    assert result["ran"] == 1 and result["left"] == 2
+    statuses = {r["run_id"]: r["status"] for r in store.statuses([p.run_id for p in soft + lin])}
+    assert statuses == {soft[0].run_id: "interrupted", soft[1].run_id: "interrupted", lin[0].run_id: "done"}
+
+
 def test_reproduce_segment_minutes_is_checked_before_any_work(tmp_path):
     out = CliRunner().invoke(main, ["reproduce", "copy", "--segment-minutes", "0", "--store", str(tmp_path / "s.db")])
     assert out.exit_code == 2 and "--segment-minutes" in out.output and not (tmp_path / "s.db").exists()

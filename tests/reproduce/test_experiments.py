@@ -152,6 +152,26 @@ def test_escalation_runs_its_cheapest_points_first():
     assert [p.config.seed for p in order] == [2, 3, 1]
 
 
+def test_a_segment_that_held_runs_back_is_over_before_its_deadline(tmp_path):
+    """When a sweep holds runs back (they would end past the deadline: its result's ``left``), the
+    reproduction starts no escalation round and says the segment ended, although the clock has time."""
+    import time
+
+    from evalsuite.reproduce import runner
+    from evalsuite.store import Store
+
+    calls = []
+
+    def run(points, name, spec):
+        calls.append(name)
+        return {"ran": 0, "left": len(points)}
+
+    exp = rep.EXPERIMENTS.get("copy")
+    done = runner.run_experiments([exp], "cpu", Store(tmp_path / "s.db"), run=run, echo=lambda *_: None,
+                                  deadline=time.monotonic() + 3600)
+    assert done is False and calls == ["reproduce-cpu"]
+
+
 def test_mad_paper_score_covers_its_six_tasks_and_fuzzy_recall_has_mads_levels():
     from types import SimpleNamespace
 
