@@ -291,10 +291,16 @@ def run_points(points: list[Point], *, name: str, spec: dict, store: Store, exec
 ESTIMATE_MARGIN = 1.15
 
 
+# training settings that change a run's time only through its step count, or not at all (a 4x rerun
+# fixes its warm-up steps where the base run had a fraction: the same time per step)
+_UNTIMED = ("lr", "epochs", "warmup_steps", "warmup_frac", "decay_frac", "schedule", "patience", "target_accuracy",
+            "weight_decay", "grad_clip")
+
+
 def _budget_key(config: dict) -> str:
-    """A configuration without what changes a run's time only through its step count (the rate,
-    the seed, the epochs)."""
-    train = {k: v for k, v in config.get("train", {}).items() if k not in ("lr", "epochs")}
+    """A configuration without what changes a run's time only through its step count (the seed and
+    ``_UNTIMED``)."""
+    train = {k: v for k, v in config.get("train", {}).items() if k not in _UNTIMED}
     return json.dumps({**{k: v for k, v in config.items() if k not in ("seed", "train")}, "train": train},
                       sort_keys=True, default=str)
 
