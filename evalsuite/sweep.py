@@ -265,6 +265,12 @@ def run_points(points: list[Point], *, name: str, spec: dict, store: Store, exec
     runner.deadline = deadline
     if deadline is not None and hasattr(runner, "estimates"):  # a segment starts no run it cannot finish
         runner.estimates = expected_seconds(store, [p.config.as_dict() for p in todo])
+        known = [e for e in runner.estimates if e is not None]
+        if known:
+            workers = max(1, min(getattr(runner, "workers", 1), len(todo)))
+            echo(f"sweep {name}: {len(known)} of {len(todo)} runs timed from their configurations' finished runs: "
+                 f"about {sum(known) / 60:.0f} run-min, {sum(known) / 60 / workers:.0f} min on {workers} workers; "
+                 f"{(deadline - time.monotonic()) / 60:.0f} min left in this segment")
     with Heartbeat(store, [p.run_id for p in todo]) as beat:
         try:
             for result in runner.run([p.config for p in todo], incoming_dir(store)):
