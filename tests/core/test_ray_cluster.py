@@ -129,8 +129,10 @@ def test_a_two_node_cluster_with_a_node_killed_mid_sweep(tmp_path):
     assert not list(cluster.rglob("*.pt")) and not in_node_folders
     built = collections.Counter(seed for seed, pid in trainings() if pid != driver.pid)
     per_run = {s: n / PER_BUILD for s, n in built.items()}
-    assert sorted(per_run) == [0, 1, 2, 3] and all(n in (1, 2) for n in per_run.values()), per_run
-    assert sum(n == 2 for n in per_run.values()) == 1, per_run  # the run killed mid-training, and only it
+    # each run builds its model once (PER_BUILD maps); the run killed mid-training once more, or part
+    # of once more where the kill came between its maps (seen under load: 1.5)
+    assert sorted(per_run) == [0, 1, 2, 3] and all(1 <= n <= 2 for n in per_run.values()), per_run
+    assert sum(n > 1 for n in per_run.values()) == 1, per_run  # the run killed mid-training, and only it
     assert "raylet" not in out and len(out.splitlines()) < 20, out  # Ray's own messages stay out of it,
     errors = project / "results" / "ray-errors.log"                  # in the file the one line names
     assert f"Ray's messages are in {errors}" in out and "dead" in errors.read_text(), out
