@@ -271,8 +271,9 @@ def _view(r: RunRecord, compact: bool = False, image: bool = True) -> dict:
             "curve": plots.training_curves(r.history, floor_of(r.metrics), fmt="png") if image and not compact
             else None,  # small, many of them
             # escaped as text (quotes need no escaping inside <pre>; &#34; would double the size)
-            "config_json": Markup(html.escape(json.dumps(r.config, indent=None if compact else 2, sort_keys=True),
-                                              quote=False)),
+            # a compact row's configuration is built by the page from the embedded data
+            "config_json": None if compact else Markup(html.escape(json.dumps(r.config, indent=2, sort_keys=True),
+                                                                   quote=False)),
             "scalars": [(k, r.metrics[k]) for k in SCALAR_METRICS if k in r.metrics],
             "convergence": convergence_note(r.metrics), "errors": (r.metrics.get("analysis") or {}).get("errors")}
     if compact:
