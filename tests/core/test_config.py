@@ -92,3 +92,23 @@ def test_every_task_preset_names_its_model_and_train_settings(monkeypatch):
     monkeypatch.setitem(recall.presets, "orphan", dict(seq_len=64))  # neither global nor in preset_bases
     with pytest.raises(ConfigError, match="preset 'orphan' names no model and train settings"):
         resolve("recall", "linear", preset="orphan")
+
+
+def test_a_remembered_model_build_counts_what_a_fresh_build_counts_and_a_bad_one_is_refused_every_time():
+    """resolve remembers the parameter count of a model that built (a sweep's points differ in rate and
+    seed, not model): the count equals one from a fresh build of each spec, and a spec that cannot
+    build is refused again, not served from memory."""
+    from evalsuite import resolve as res
+    from evalsuite.models import mixer_class
+
+    res._BUILT.clear()
+    for model, overrides in [("linear", {}), ("linear", {"model.feature_dim": 8}), ("delta", {}),
+                             ("linear", {"model.feature_map": "dpfp"}), ("linear", {"train.lr": 0.01})]:
+        config = resolve("recall", model, preset="tiny", overrides=overrides)
+        fresh = sum(p.numel() for p in config.model.build(config.task.vocab_size).parameters())
+        again = res._check_model_builds(config.model, config.task.vocab_size, mixer_class(model))
+        assert again == fresh, (model, overrides)
+    assert len(res._BUILT) == 4  # the rate changes no model: its build was remembered
+    for _ in range(2):
+        with pytest.raises(ConfigError, match="n_heads|divide"):
+            resolve("recall", "linear", preset="tiny", overrides={"model.n_heads": 3})
