@@ -200,6 +200,17 @@ def read_embedded(path: str | Path) -> dict:
             "shown": shown_verdicts(text)}
 
 
+def embedded_runs(runs: list[RunRecord], compact: bool = False,
+                  analyses: dict[str, Iterable[str]] | None = None) -> list[dict]:
+    """The run records a report embeds (``#evalsuite-data``'s ``runs``), without their histories; a
+    compact report's keep what ``render`` says of ``compact`` and ``analyses``."""
+    raw = _clean([r.model_dump(mode="json", exclude={"history"}) for r in runs])
+    if compact:
+        raw = [{**r, "metrics": _verdict_metrics(r["metrics"], VERDICT_ANALYSES if analyses is None
+                                                 else sorted(analyses.get(r["run_id"], ())))} for r in raw]
+    return raw
+
+
 def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes: pd.DataFrame | None = None,
            plot_format: str = "png", verdicts: list[Verdict] | None = None, compact: bool = False,
            analyses: dict[str, Iterable[str]] | None = None) -> str:
@@ -229,10 +240,7 @@ def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes
                                                                      disable=None if len(runs) >= PROGRESS_ABOVE and inline
                                                                      else True)]
     curves = {} if compact or inline else {r.run_id: c for r in runs if (c := curve_points(r))}
-    raw = _clean([r.model_dump(mode="json", exclude={"history"}) for r in runs])
-    if compact:
-        raw = [{**r, "metrics": _verdict_metrics(r["metrics"], VERDICT_ANALYSES if analyses is None
-                                                 else sorted(analyses.get(r["run_id"], ())))} for r in raw]
+    raw = embedded_runs(runs, compact, analyses)
     data = ReportData(runs, summary, slices, probes, list(verdicts or []), compact=compact)
     built = [(section, section.build(data, plot_format)) for section in sections()]
     context = dict(

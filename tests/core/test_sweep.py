@@ -148,20 +148,9 @@ def test_two_sweeps_write_one_store_at_once(tmp_path, store_path):
         assert conn.execute("SELECT COUNT(*) FROM sweeps").fetchone() == (2,)
 
 
-def test_ray_executor_on_a_local_instance(tmp_path, store_path):
-    ray = pytest.importorskip("ray", reason="install the ray extra (make test does)")
-    spec = write(tmp_path, GRID6.replace("model: [softmax, linear, delta]", "model: [softmax]"))
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        summary = sweeps.run_sweep(spec, store=Store(store_path), executor="ray", echo=lambda *_: None)
-    finally:
-        ray.shutdown()
-    assert summary["ran"] == 2 and summary["failed"] == 0
-    assert done_rows(store_path) == [("done", 2)]
-
-
 def test_ray_weights_travel_with_the_run_when_the_cluster_started_elsewhere(tmp_path, monkeypatch):
-    """A cluster started from another folder and a relative store path: the workers' own working
+    """The Ray executor on a local instance (one Ray start serves both checks, about 30 s each):
+    a cluster started from another folder and a relative store path: the workers' own working
     directory is not the driver's, so weights must come back with the task's result (they used to
     be written to a relative incoming/ that the driver never saw: runs done, weights lost)."""
     ray = pytest.importorskip("ray", reason="install the ray extra (make test does)")
@@ -178,6 +167,7 @@ def test_ray_weights_travel_with_the_run_when_the_cluster_started_elsewhere(tmp_
     finally:
         ray.shutdown()
     assert summary["ran"] == 2 and summary["failed"] == 0
+    assert done_rows(project / "results" / "s.db") == [("done", 2)]
     runs = store.runs()
     assert all(r.ok and not r.warnings for r in runs), [r.warnings for r in runs]
     assert all((project / "results" / "weights" / f"{r.run_id}.pt").exists() for r in runs)

@@ -1,8 +1,12 @@
 """The HTML report opened in a real browser (Debian's Chromium driven by Playwright)."""
+import contextlib
 import copy
+import fcntl
 import html
 import json
+import os
 import re
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -47,13 +51,38 @@ def _variant(store: Store, base, *, seed=None, lr=None, accuracy=None, **model) 
     store.finish(base.model_copy(update=dict(run_id=cfg.run_id(config), config=config, metrics=metrics)))
 
 
-@pytest.fixture(scope="module")
+@contextlib.contextmanager
+def _shared(tmp_path_factory, name: str):
+    """A folder that the xdist workers of one pytest run share, held under a lock: the first worker
+    that needs it fills it, the others wait and read it (a run without xdist has it to itself)."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name  # parent: this run's, not older runs'
+    with open(folder.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield folder
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.fixture(scope="session")
 def report_store(tmp_path_factory):
+    """The report of the store ``_build_report_store`` makes, built once per test run."""
+    with _shared(tmp_path_factory, "report-store") as root:
+        if not (root / "report.html").exists():
+            work = root.with_name(root.name + ".building")
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir()
+            _build_report_store(work)
+            work.rename(root)  # whole or absent: a worker that died building leaves no half a store
+    return root / "report.html"
+
+
+def _build_report_store(root: Path) -> None:
     """Runs of several tasks and models, a failed run, a capacity probe, a hostile plug-in name.
 
     Two tiny models are trained (recall with eval segments, needle) for the real shape of every
     metric; the other records are derived from them, and the failed one comes from a broken plug-in."""
-    root = tmp_path_factory.mktemp("report")
     store = Store(root / "store.db")
     mixture = {"task.eval_segments": [{"num_kv_pairs": 2}, {"num_kv_pairs": 6}]}
     evalsuite.run("recall", "softmax", preset="tiny", store=store.path, **mixture)
@@ -65,7 +94,10 @@ def report_store(tmp_path_factory):
     _variant(store, base, seed=1, accuracy=0.9)
     _variant(store, base, lr=0.01, accuracy=0.3)
     feature_maps.register(HOSTILE)(type("Hostile", (feature_maps.Elu1,), {}))
-    _variant(store, base, name="linear", feature_map=HOSTILE, accuracy=0.2)
+    try:  # registered only while its record is made: the report reads the name as a string
+        _variant(store, base, name="linear", feature_map=HOSTILE, accuracy=0.2)
+    finally:
+        feature_maps.FEATURE_MAPS._entries.pop(HOSTILE, None)
     (root / "broken.py").write_text(BROKEN)
     failed = evalsuite.run("recall", f"{root / 'broken.py'}:BrokenMixer", preset="tiny", store=store.path)
     assert failed.status == "failed"
@@ -77,7 +109,25 @@ def report_store(tmp_path_factory):
     out = root / "report.html"
     res = CliRunner().invoke(main, ["report", "--store", str(store.path), "-o", str(out)])
     assert res.exit_code == 0, res.output
-    return out
+
+
+@pytest.fixture(scope="session")
+def rendered(report_store, tmp_path_factory):
+    """builder.render of the report store's runs, each form rendered once per test run (a render
+    draws every plot): rendered(compact=True) is the compact report; ``rendered.runs`` the records."""
+    runs = Store(report_store.parent / "store.db").runs()
+
+    def render(compact: bool = False) -> str:
+        with _shared(tmp_path_factory, "report-renders") as folder:
+            path = folder / ("compact.html" if compact else "full.html")
+            if not path.exists():
+                folder.mkdir(exist_ok=True)
+                html = builder.render(runs, compact=compact)
+                path.with_suffix(".part").write_text(html)
+                path.with_suffix(".part").rename(path)
+            return path.read_text()
+    render.runs = runs
+    return render
 
 
 def test_report_has_every_section_and_escapes_hostile_names(report_store):
@@ -155,14 +205,14 @@ def test_report_in_headless_chromium(report_store, repo_root):
     assert all(u.startswith(("file://", "data:")) for u in requests), [u for u in requests if not u.startswith("file")]
 
 
-def test_compact_report_builds_a_runs_details_in_headless_chromium(report_store, tmp_path):
+def test_compact_report_builds_a_runs_details_in_headless_chromium(rendered, tmp_path):
     """A compact report's row holds no static detail: opening it (or a #run- link) builds the run's
     metrics and configuration from the compressed embedded data, hostile strings as text."""
     playwright = pytest.importorskip("playwright.sync_api", reason="install the dev extra (make test does)")
     assert Path(CHROMIUM).exists(), "Debian's chromium is missing: `make test` installs it (apt-get install chromium)"
-    runs = Store(report_store.parent / "store.db").runs()
+    runs = rendered.runs
     path = tmp_path / "compact.html"
-    path.write_text(builder.render(runs, compact=True))
+    path.write_text(rendered(compact=True))
     hostile = next(r for r in runs if r.config["model"].get("feature_map") == HOSTILE)
     console, dialogs = [], []
     with playwright.sync_playwright() as p:
@@ -199,10 +249,6 @@ def test_svg_plots(report_store, tmp_path):
     assert "data:image/svg+xml;base64," in html
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _unregister_hostile():
-    yield
-    feature_maps.FEATURE_MAPS._entries.pop(HOSTILE, None)
 
 
 def test_frontier_section_leads_and_marks_the_pareto_frontier():
@@ -228,9 +274,9 @@ def test_frontier_section_leads_and_marks_the_pareto_frontier():
     assert dict(rows) == {"delta": "600", "linear/elu1": "2300", "swa": "never"}
 
 
-def test_compact_report_keeps_each_run_and_what_verdicts_read_but_not_curves_or_other_analyses(report_store):
-    runs = Store(report_store.parent / "store.db").runs()
-    full, compact = builder.render(runs), builder.render(runs, compact=True)
+def test_compact_report_keeps_each_run_and_what_verdicts_read_but_not_curves_or_other_analyses(rendered):
+    runs = rendered.runs
+    full, compact = rendered(), rendered(compact=True)
     assert len(compact) < len(full)
     assert "training curves of" in full and "training curves of" not in compact
     for r in runs:
@@ -246,16 +292,17 @@ def test_compact_report_keeps_each_run_and_what_verdicts_read_but_not_curves_or_
     assert any(r["metrics"].get("analysis") for r in done)
     # given what each run's verdicts read (a reproduction passes Experiment.analyses), only that stays
     first = done[0]["run_id"]
-    named = builder.embedded_json(builder.render(runs, compact=True, analyses={first: ["retrieval_layer"]}))
-    kept = {r["run_id"]: r["metrics"].get("analysis") for r in named["runs"] if r["status"] == "done"}
+    named = builder.embedded_runs(runs, compact=True, analyses={first: ["retrieval_layer"]})  # what render embeds
+    assert builder.embedded_runs(runs, compact=True) == data["runs"]
+    kept = {r["run_id"]: r["metrics"].get("analysis") for r in named if r["status"] == "done"}
     assert set(kept[first]) == {"retrieval_layer"} and all(a is None for k, a in kept.items() if k != first)
 
 
-def test_a_compact_reports_analysis_tables_are_means_per_head(report_store):
+def test_a_compact_reports_analysis_tables_are_means_per_head(rendered):
     """In a compact report the sharpness and interference tables hold one row per model, task, setting,
     layer and head: the mean of the runs' rows (a brute-force mean over the store's records), with their count."""
-    runs = Store(report_store.parent / "store.db").runs()
-    compact = builder.render(runs, compact=True)
+    runs = rendered.runs
+    compact = rendered(compact=True)
     table = compact[compact.index('id="sharpness"'):]
     table = table[table.index("<tbody>"):table.index("</tbody>")]
     rows = re.findall(r"<tr><td>mean of (\d+)</td><td>([^<]+)</td><td>([^<]+)</td><td>([^<]+)</td><td class=\"num\">(\d+)</td>"
@@ -269,7 +316,7 @@ def test_a_compact_reports_analysis_tables_are_means_per_head(report_store):
     for n, model, task, setting, layer, head, entropy in rows:
         values = expected[html.unescape(model), task, setting, int(layer), int(head)]
         assert int(n) == len(values) and float(entropy) == pytest.approx(sum(values) / len(values), rel=1e-3)
-    assert 'href="#run-' not in table and "href=\"#run-" in builder.render(runs)  # the full report keeps a row per run
+    assert 'href="#run-' not in table and "href=\"#run-" in rendered()  # the full report keeps a row per run
 
 
 def test_a_compact_report_stays_small_per_run():
