@@ -138,10 +138,12 @@ class Judge:
             return self.verdict(NOT_TESTED, figures, f"not tested: {untested}", checks)
         if all(v is True for v in checks.values()):
             return self.verdict(REPRODUCED, figures, checks=checks)
-        if any(v is False for v in checks.values()):
-            return self.verdict(NOT_REPRODUCED, figures, "contradicted: " + ", ".join(k for k, v in checks.items()
-                                                                                     if v is False), checks)
         hint = (f"; `evalsuite reproduce {self.name}` runs what is missing" if can_run
                 else "; more budget overturns a failure here, so a setting where it fails is needed")
-        return self.verdict(INCONCLUSIVE, figures, "undecided: " + ", ".join(k for k, v in checks.items() if v is None)
-                            + (f" (to settle: {todo}{hint})" if todo else ""), checks)
+        open_ = [k for k, v in checks.items() if v is None]
+        undecided = ("undecided: " + ", ".join(open_) + (f" (to settle: {todo}{hint})" if todo else "")) if open_ else ""
+        if any(v is False for v in checks.values()):
+            # the clauses a contradiction leaves open are named too, with what would settle them
+            why = "contradicted: " + ", ".join(k for k, v in checks.items() if v is False)
+            return self.verdict(NOT_REPRODUCED, figures, why + (f"; {undecided}" if undecided else ""), checks)
+        return self.verdict(INCONCLUSIVE, figures, undecided, checks)

@@ -296,3 +296,17 @@ def test_mad_memorisation_at_the_ceiling_for_both_is_not_tested():
     # one below the ceiling: the ordering is tested (the delta rule above the Mamba-2 form contradicts it)
     x = judge("mad", mad(memo={"Mamba-2": 0.5, "delta": 0.99}))
     assert x.status is Outcome.NOT_REPRODUCED, (x.figures, x.why)
+
+
+def test_a_contradiction_still_names_the_clauses_it_leaves_open():
+    from evalsuite.reproduce.verdict import Judge
+
+    j = Judge("x", "a finding", "a source")
+    v = j.decide(["fig"], {"a holds": True, "b holds": False, "c holds": None}, todo="cell C: needs 3 seeds")
+    assert v.status is Outcome.NOT_REPRODUCED
+    assert v.why.startswith("contradicted: b holds; undecided: c holds (to settle: cell C: needs 3 seeds")
+    w = j.decide(["fig"], {"a holds": True, "b holds": False})
+    assert w.why == "contradicted: b holds"  # nothing open: nothing more said
+    u = j.decide(["fig"], {"a holds": True, "c holds": None}, todo="cell C: needs 3 seeds", can_run=False)
+    assert u.status is Outcome.INCONCLUSIVE and u.why.startswith("undecided: c holds (to settle: cell C")
+    assert "a setting where it fails is needed" in u.why
