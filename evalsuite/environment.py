@@ -34,7 +34,23 @@ def git_commit() -> str | None:
         return None
 
 
+@functools.lru_cache(maxsize=1)
+def cpu_model() -> str | None:
+    """The CPU's model name (Linux: /proc/cpuinfo), else what ``platform`` knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
 def describe(device: torch.device) -> dict:
+    """The versions, machine and kernel path a run ran on. ``cpu`` and ``cpu_capability`` (the
+    vector instructions torch's CPU kernels use: AVX2, AVX512, ...) are there because the same
+    configuration on another CPU sums floats in another order, and a run on the edge of a plateau
+    can then end elsewhere: two records that disagree and differ here are not a bug in the suite."""
     from evalsuite import __version__
 
     env = {
@@ -45,6 +61,8 @@ def describe(device: torch.device) -> dict:
         "platform": platform.platform(),
         "device": str(device),
         "threads": torch.get_num_threads(),
+        "cpu": cpu_model(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "git_commit": git_commit(),
     }
     if device.type == "cuda":
