@@ -15,19 +15,22 @@ FLOORS = {"recall": None, "copy": 0.1, "listops": 0.13, "word_problem": 0.5, "in
 
 def cell(model, acc, *, task="recall", d_model=64, seq_len=64, pairs=16, settled=True, long=None, gain=0.0, spread=0.0,
          fmap=None, loss=None, state=8000, analysis=None, seeds=(1, 2, 3), long_seeds=None, long_undertrained=False,
-         seed_accs=None, **model_cfg):
+         seed_accs=None, epochs=3.0, **model_cfg):
     """Runs of one configuration as the store would hold them under the reproduction's method:
     three rates on seed 0 (the middle one best by validation), the reported seeds 1-3 at that
     rate (``acc`` -+ ``spread``, or ``seed_accs``), and, when below the ceiling (or ``long``), reruns
     at 4x the budget on ``long_seeds`` (default: every reported seed) at the chosen rate and half of
-    it, the chosen rate gaining ``gain`` and validating best. ``settled=False``: one rate, one seed."""
+    it, the chosen rate gaining ``gain`` and validating best; ``epochs``: the base budget.
+    ``settled=False``: one rate, one seed."""
     fmap = fmap or ("elu1" if model in ("linear", "hybrid") else None)
     floor = FLOORS[task] or 1 / pairs
     long = (acc < 0.95) if long is None else long
     config = {"task": {"name": task, "seq_len": seq_len, "num_kv_pairs": pairs},
               "model": {"name": model, "feature_map": fmap, "d_model": d_model, "n_layers": 2, **model_cfg}}
 
-    def one(a, lr, seed, epochs=3.0, val=None, **more):
+    base_epochs = epochs
+
+    def one(a, lr, seed, epochs=base_epochs, val=None, **more):
         c = {**config, "train": {"lr": lr, "epochs": epochs}, "seed": seed}
         m = {"accuracy": a, "val_accuracy": a if val is None else val, "floor": floor, "floor_reader": "order",
              "context_chance": floor, "majority_rate": floor, "state_size": state,
@@ -47,8 +50,8 @@ def cell(model, acc, *, task="recall", d_model=64, seq_len=64, pairs=16, settled
     if long:
         for s in (seeds if long_seeds is None else long_seeds):
             a = min(1.0, max(0.0, by_seed[s] + gain))
-            runs.append(one(a, BEST, s, epochs=12.0, val=a, undertrained=long_undertrained))
-            runs.append(one(max(a - 0.05, 0.0), BEST / 2, s, epochs=12.0, val=max(a - 0.05, 0.0)))
+            runs.append(one(a, BEST, s, epochs=4 * base_epochs, val=a, undertrained=long_undertrained))
+            runs.append(one(max(a - 0.05, 0.0), BEST / 2, s, epochs=4 * base_epochs, val=max(a - 0.05, 0.0)))
     return runs
 
 
@@ -213,7 +216,8 @@ def deltaproduct(n2neg, n1neg, n1pos, n2pos, **kw):
 
     def one(tag, acc, n, negative):
         model = {"householder": n, **({"negative_eigenvalues": True} if negative else {})}
-        return retask(cell("deltaproduct", acc, task="word_problem", d_model=32, seq_len=128, **kw.get(tag, {})),
+        return retask(cell("deltaproduct", acc, task="word_problem", d_model=32, seq_len=128,
+                           **{"epochs": 8.0, **kw.get(tag, {})}),
                       tag, task, model)
     return (one("a", n2neg, 2, True) + one("b", n1neg, 1, True) + one("c", n1pos, 1, False)
             + one("d", n2pos, 2, False))

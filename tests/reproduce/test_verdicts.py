@@ -65,6 +65,19 @@ def test_deltaproduct_reads_each_setting():
     assert "Siems" in " ".join(judge("deltaproduct-state-tracking", deltaproduct(1.0, 0.6, 0.4, 0.45)).figures)
 
 
+def test_deltaproduct_reads_only_its_base_budget():
+    """The first CPU design's 2-epoch runs (a control on its plateau, a failure that learned) stay
+    in the store but are not read: only the 8-epoch base and its 4x decide."""
+    good = deltaproduct(1.0, 0.6, 0.4, 0.45)
+    assert judge("deltaproduct-state-tracking", good).status is Outcome.REPRODUCED
+    old = deltaproduct(0.345, 0.99, 0.4, 0.45, **{k: {"epochs": 2.0} for k in "abcd"})
+    assert {r.config["train"]["epochs"] for r in old} == {2.0, 8.0}  # the 2-epoch base and its 4x
+    v = judge("deltaproduct-state-tracking", good + [r.model_copy(update={"run_id": r.run_id + "old"}) for r in old
+                                                     if r.config["train"]["epochs"] == 2.0])
+    assert v.status is Outcome.REPRODUCED, v.why
+    assert "8 epochs" in " ".join(v.figures) and "2 epochs" not in " ".join(v.figures)
+
+
 def test_induction_judges_each_encoding():
     """One encoding that holds far beyond the training length contradicts the claim for attention
     with positions; the reported cells (no positions, delta) never decide it."""
