@@ -73,7 +73,13 @@ class Store:
         histories: what a segment's deadline estimates run times from (``sweep.expected_seconds``)."""
         with self.connect(create=False) as conn:
             rows = conn.execute("SELECT config, json_extract(metrics, '$.wall_time_s'), json_extract(metrics, '$.steps'), "
-                                "json_extract(metrics, '$.budget_steps') FROM runs WHERE status = 'done'").fetchall()
+                                "json_extract(metrics, '$.budget_steps') FROM runs WHERE status = 'done' "
+                                "AND json_valid(metrics)").fetchall()
+            # a row written before metrics were stored as strict JSON may hold NaN, which SQLite's JSON
+            # functions refuse: such rows are read in Python
+            for c, m in conn.execute("SELECT config, metrics FROM runs WHERE status = 'done' AND NOT json_valid(metrics)"):
+                m = json.loads(m)
+                rows.append((c, m.get("wall_time_s"), m.get("steps"), m.get("budget_steps")))
         return [(json.loads(c), float(w), int(n), None if b is None else int(b)) for c, w, n, b in rows
                 if w is not None and n]
 
@@ -150,7 +156,7 @@ class Store:
         with self.connect() as conn:
             (metrics,) = conn.execute("SELECT metrics FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             metrics = {**json.loads(metrics or "{}"), "weights_sha256": digest}
-            conn.execute("UPDATE runs SET metrics = ? WHERE run_id = ?", (json.dumps(metrics), run_id))
+            conn.execute("UPDATE runs SET metrics = ? WHERE run_id = ?", (dumps(metrics), run_id))
         return digest
 
     def load_weights(self, run_id: str, expected_sha256: str | None = None) -> dict:
@@ -244,9 +250,9 @@ class Store:
         with self.connect() as conn:
             conn.execute("UPDATE runs SET status = ?, metrics = ?, error = ?, warnings = ?, finished_at = ?, "
                          "env = COALESCE(?, env) WHERE run_id = ?",
-                         (record.status.value, json.dumps(record.metrics), record.error,
-                          json.dumps(record.warnings) if record.warnings else None, time.time(),
-                          json.dumps(record.env) if record.env else None, record.run_id))
+                         (record.status.value, dumps(record.metrics), record.error,
+                          dumps(record.warnings) if record.warnings else None, time.time(),
+                          dumps(record.env) if record.env else None, record.run_id))
             conn.executemany("INSERT OR REPLACE INTO steps VALUES (?, ?, ?, ?)", rows)
 
     def interrupt(self, run_ids: list[str], why: str) -> None:
@@ -262,7 +268,7 @@ class Store:
         row = self.get(run_id)
         warnings = row.warnings if row is not None else []
         with self.connect() as conn:
-            conn.execute("UPDATE runs SET warnings = ? WHERE run_id = ?", (json.dumps(warnings + [message]), run_id))
+            conn.execute("UPDATE runs SET warnings = ? WHERE run_id = ?", (dumps(warnings + [message]), run_id))
 
     def get(self, run_id: str, with_history: bool = False) -> RunRecord | None:
         """The run (with its per-step history when asked), or None."""
@@ -315,7 +321,7 @@ def _start(conn: sqlite3.Connection, run_id: str, config: dict, env: dict) -> No
         "INSERT OR REPLACE INTO runs (run_id, task, model, feature_map, seed, status, config, env, started_at, "
         "pid, host, heartbeat) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
         (run_id, config["task"]["name"], config["model"]["name"], config["model"].get("feature_map"),
-         config["seed"], json.dumps(config, sort_keys=True), json.dumps(env), now, os.getpid(), HOST, now))
+         config["seed"], dumps(config, sort_keys=True), dumps(env), now, os.getpid(), HOST, now))
     conn.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
 
 
@@ -377,6 +383,21 @@ def _finite_or_none(value) -> float | None:
     except (TypeError, ValueError):
         return None
     return value if value == value and abs(value) != float("inf") else None
+
+
+def dumps(value, **kw) -> str:
+    """Strict JSON (RFC 8259): a non-finite float (a NaN median of no wrong answers, a diverged
+    loss) is written as null, as pydantic writes a record, so that SQLite's JSON functions and
+    other tools read every row; Python's default would write the bare word NaN."""
+    def strict(v):
+        if isinstance(v, float):
+            return _finite_or_none(v)
+        if isinstance(v, dict):
+            return {k: strict(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [strict(x) for x in v]
+        return v
+    return json.dumps(strict(value), allow_nan=False, **kw)
 
 
 def load(path: str | os.PathLike | None = None) -> pd.DataFrame:

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from evalsuite import sweep as sweeps
 from evalsuite.cli import main
+from evalsuite.records import RunRecord
 from evalsuite.store import Store
 
 GRID6 = textwrap.dedent("""
@@ -232,6 +233,33 @@ def test_expected_seconds_reads_the_configurations_finished_runs(tmp_path, store
     assert got[0] == pytest.approx(sweeps.ESTIMATE_MARGIN * 0.2 * per_epoch * epochs)  # median of 0.1, 0.6, 0.2
     assert got[1] == pytest.approx(4 * got[0])
     assert got[2:] == [None] * 4
+
+
+def test_a_nan_metric_is_stored_as_strict_json_and_an_old_nan_row_still_times(tmp_path, store_path):
+    """A metric that is NaN (no wrong answers to take a median of) is written as null, so SQLite's
+    JSON functions read the row; a row an older version wrote with a bare NaN does not stop the
+    segment's estimates (it stopped segment 21 with 'malformed JSON')."""
+    from evalsuite.config import run_id
+
+    spec = sweeps.load_spec(write(tmp_path, GRID6))
+    soft = [p for p in sweeps.expand(spec) if p.config.model.name == "softmax"]
+    store = Store(store_path)
+    _timed(store, soft[0], seed=90, wall=10.0, steps=100, budget=100)
+    config = {**soft[0].config.as_dict(), "seed": 91}
+    rid = run_id(config)
+    store.finish(RunRecord(run_id=rid, config=config, status="done",
+                           metrics={"wall_time_s": 30.0, "steps": 100, "budget_steps": 100,
+                                    "interference": [{"crosstalk_wrong": float("nan")}], "loss": float("inf")}))
+    with sqlite3.connect(store_path) as conn:
+        (valid,) = conn.execute("SELECT json_valid(metrics) FROM runs WHERE run_id = ?", (rid,)).fetchone()
+    assert valid == 1
+    assert store.get(rid).metrics["interference"] == [{"crosstalk_wrong": None}] and store.get(rid).metrics["loss"] is None
+    with sqlite3.connect(store_path) as conn:  # as the older version wrote it
+        conn.execute("UPDATE runs SET metrics = ? WHERE run_id = ?",
+                     ('{"wall_time_s": 30.0, "steps": 100, "budget_steps": 100, "x": NaN}', rid))
+    assert sorted(w for _, w, _, _ in store.timings()) == [10.0, 30.0]
+    assert sweeps.expected_seconds(store, [soft[0].config.as_dict()])[0] == pytest.approx(
+        sweeps.ESTIMATE_MARGIN * 0.2 * 100)  # the median of 0.1 and 0.3 s a step
 
 
 def test_a_segment_starts_no_run_it_expects_to_end_past_the_deadline(tmp_path, store_path):
