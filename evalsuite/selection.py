@@ -3,7 +3,8 @@ the verdicts of ``evalsuite reproduce`` alike.
 
 Over learning rates, a configuration is read at the rate whose mean validation accuracy is
 highest (``records.SELECT_RATE_BY``; never by test accuracy) over the seeds that ran at every rate
-(the *voters*); a tie goes to the smaller rate. So that the choice does not bias the figure, the
+(the *voters*; when none did, those that ran the widest grid, see ``voters``); a tie goes to the
+smaller rate. So that the choice does not bias the figure, the
 figure is the mean over the seeds at that rate that did **not** vote, when there are any (the
 reproduction sweeps rates on seed 0 and reports seeds 1, 2, 3 at the chosen rate); otherwise
 every seed ran at every rate and the figure is over all of them. Beside the mean: the sample
@@ -28,21 +29,49 @@ def by_rate(runs: Iterable[RunRecord]) -> dict[float, list[RunRecord]]:
     return dict(sorted(out.items()))
 
 
+def _grids(runs: Iterable[RunRecord]) -> dict[int, set[float]]:
+    """Seed -> the rates it has a done run at."""
+    out: dict[int, set[float]] = {}
+    for lr, members in by_rate(runs).items():
+        for r in members:
+            out.setdefault(r.seed, set()).add(lr)
+    return out
+
+
 def voters(runs: Iterable[RunRecord]) -> set[int]:
-    """The seeds with a done run at every rate present: those that choose the rate."""
-    rates = by_rate(runs)
-    seeds = [{r.seed for r in members} for members in rates.values()]
-    return set.intersection(*seeds) if seeds else set()
+    """The seeds that choose the rate: those with a done run at every rate present, or, when no
+    seed ran every rate, those that ran the widest grid any seed ran (of equally wide grids, the
+    smallest seed's). The second case arises when the reported seeds ran rates of an earlier
+    design (a rate past an old edge, half of a 4x rate) that the voting seed's sweep lacks:
+    without it no seed would vote and no rate could be chosen."""
+    grids = _grids(runs)
+    if not grids:
+        return set()
+    every = set.union(*grids.values())
+    chosen = {s for s, g in grids.items() if g == every}
+    if chosen:
+        return chosen
+    widest = max(len(g) for g in grids.values())
+    grid = grids[min(s for s, g in grids.items() if len(g) == widest)]
+    return {s for s, g in grids.items() if g >= grid}
+
+
+def grid(runs: Iterable[RunRecord]) -> list[float]:
+    """The rates the choice is made among, ascending: those every voter ran."""
+    runs = list(runs)
+    grids = _grids(runs)
+    chosen_by = voters(runs)
+    return sorted(set.intersection(*(grids[s] for s in chosen_by))) if chosen_by else []
 
 
 def best_rate(runs: Iterable[RunRecord]) -> float | None:
-    """The rate with the best mean validation accuracy over the voters (ties: the smaller rate);
-    None when no done run has a validation accuracy."""
+    """The rate of ``grid`` with the best mean validation accuracy over the voters (ties: the
+    smaller rate); None when no done run has a validation accuracy."""
     runs = list(runs)
-    chosen_by = voters(runs)
+    chosen_by, rates = voters(runs), grid(runs)
     means = {}
     for lr, members in by_rate(runs).items():
-        values = _values([r for r in members if r.seed in chosen_by], SELECT_RATE_BY)
+        values = _values([r for r in members if r.seed in chosen_by], SELECT_RATE_BY) if lr in rates else []
         if values:
             means[lr] = statistics.fmean(values)
     return max(means, key=lambda lr: (means[lr], -lr)) if means else None

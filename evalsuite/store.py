@@ -29,7 +29,8 @@ from evalsuite import weights
 from evalsuite.files import atomic_write
 from evalsuite.weights import WeightsError, sha256_of  # noqa: F401 - re-exported
 from evalsuite.records import RunRecord, Status
-from evalsuite.store_file import SCHEMA, StoreError, check_path, migrate, open_read_only
+from evalsuite.store_file import (SCHEMA, StoreError, finite_or_none, check_path, dumps, migrate,
+                                  open_read_only)
 
 # a probe row is identified by every setting that can change it: a later probe with other settings
 # adds rows instead of overwriting the reproduction's
@@ -243,7 +244,7 @@ class Store:
         it ran on) replaces the one given at start when it has one."""
         if record.status is Status.STALE:
             raise ValueError("stale is read, never written")
-        rows = [(record.run_id, int(h["step"]), k, _finite_or_none(v))
+        rows = [(record.run_id, int(h["step"]), k, finite_or_none(v))
                 for h in record.history for k, v in h.items() if k != "step"]
         if self.get(record.run_id) is None:
             self.start(record.run_id, record.config, record.env)
@@ -375,29 +376,6 @@ def process_alive(pid: int | None, host: str | None, heartbeat: float | None = N
     except PermissionError:
         return True  # someone else's process
     return True
-
-
-def _finite_or_none(value) -> float | None:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return None
-    return value if value == value and abs(value) != float("inf") else None
-
-
-def dumps(value, **kw) -> str:
-    """Strict JSON (RFC 8259): a non-finite float (a NaN median of no wrong answers, a diverged
-    loss) is written as null, as pydantic writes a record, so that SQLite's JSON functions and
-    other tools read every row; Python's default would write the bare word NaN."""
-    def strict(v):
-        if isinstance(v, float):
-            return _finite_or_none(v)
-        if isinstance(v, dict):
-            return {k: strict(x) for k, x in v.items()}
-        if isinstance(v, (list, tuple)):
-            return [strict(x) for x in v]
-        return v
-    return json.dumps(strict(value), allow_nan=False, **kw)
 
 
 def load(path: str | os.PathLike | None = None) -> pd.DataFrame:

@@ -1,8 +1,9 @@
 """The store's file: its SQLite schema and marks (``application_id``, ``user_version``), the
 checks that refuse any other file before it is read or written, read-only opening, and the
-migration of older stores."""
+migration of older stores, and the strict JSON its rows hold."""
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from pathlib import Path
@@ -138,3 +139,26 @@ def migrate(conn: sqlite3.Connection) -> None:
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     conn.commit()
+
+
+def finite_or_none(value) -> float | None:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if value == value and abs(value) != float("inf") else None
+
+
+def dumps(value, **kw) -> str:
+    """Strict JSON (RFC 8259): a non-finite float (a NaN median of no wrong answers, a diverged
+    loss) is written as null, as pydantic writes a record, so that SQLite's JSON functions and
+    other tools read every row; Python's default would write the bare word NaN."""
+    def strict(v):
+        if isinstance(v, float):
+            return finite_or_none(v)
+        if isinstance(v, dict):
+            return {k: strict(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [strict(x) for x in v]
+        return v
+    return json.dumps(strict(value), allow_nan=False, **kw)

@@ -89,8 +89,8 @@ class Cell:
         return self._at()
 
     @property
-    def rates(self) -> list[float]:
-        return sorted({get(r.config, "train.lr") for r in self._at()})
+    def rates(self) -> list[float]:  # those the choice is made among (every voter ran them)
+        return selection.grid(self._at())
 
     @property
     def best_lr(self) -> float | None:
@@ -272,9 +272,9 @@ class Cell:
         if not self.present:
             return f"{self.label}: no finished run"
         k, n = self.seeds_learned
-        voters = sorted(selection.voters(self.base_runs))
+        voters, lr = sorted(selection.voters(self.base_runs)), self.best_lr  # None: no run has a validation accuracy
         text = (f"{self.label}: {self.accuracy.text()}, {k} of {n} seeds learned"
-                + f" (floor {self.floor:.3f}, {self.floor_reader()}; lr {self.best_lr:g} of "
+                + f" (floor {self.floor:.3f}, {self.floor_reader()}; lr {'none' if lr is None else f'{lr:g}'} of "
                 + "[" + ", ".join(f"{lr:g}" for lr in self.rates) + "] chosen by validation on seed "
                 + ", ".join(map(str, voters)) + f", {self.base_epochs:g} epochs")
         gains = self.gains

@@ -32,7 +32,7 @@ def next_changes(cell: Cell) -> list[dict]:
     if held_out or len(cell.seeds) < cell.seeds_needed:  # every seed at every rate needs no held-out seeds
         want = cell.seeds_needed - len(held_out)
         if want > 0:
-            used = {r.seed for r in cell.runs}
+            used = chosen_by | set(cell.seeds)  # a seed that ran only other rates did not vote: it can report
             return [{"seed": s} for s in [s for s in range(len(used) + want + 1) if s not in used][:want]]
     if short:
         long = {(r.seed, round(r.lr, 12)) for r in cell._long()}

@@ -126,3 +126,43 @@ def test_smallest_state_and_never_reaches():
     fam = frontier.cells(frontier_runs(), "cpu", {"task.seq_len": 64, "task.num_kv_pairs": 16})
     assert frontier.smallest_state(fam["delta"]) == 600 and frontier.smallest_state(fam["RetNet"]) is None
     assert frontier.never_reaches(fam["RetNet"]) and not frontier.never_reaches(fam["GLA"])
+
+
+def test_reported_seeds_at_an_earlier_designs_rates_do_not_stop_the_choice():
+    """Seed 0 swept three rates; seeds 1-5 ran two rates of an earlier design, one of them (half
+    of the chosen one) outside seed 0's grid, so no seed ran every rate (DeltaProduct's 8-epoch
+    base, segment 21: the choice was None and the figure's text raised). Seed 0 votes over its
+    grid, the figure is read from the other seeds at the chosen rate, and the rate beside it that
+    only they ran is neither a candidate nor an edge."""
+    base = [r.model_copy(deep=True) for r in cell("linear", 0.3, long=False, seeds=(1, 2, 3, 4, 5))]
+    half = [r.model_copy(update={"run_id": r.run_id + "half", "metrics": {**r.metrics, "val_accuracy": 0.99},
+                                 "config": {**r.config, "train": {**r.config["train"], "lr": BEST / 2}}}, deep=True)
+            for r in base if r.seed > 0]  # validates best of all, but seed 0 never ran it
+    c = Cell.of(base + half, "x", model__name="linear")
+    assert c.best_lr == BEST and c.rates == [0.001, 0.003, 0.01] and not c.at_edge
+    assert c.seeds == [1, 2, 3, 4, 5] and c.accuracy.n == 5
+    assert "lr 0.003 of [0.001, 0.003, 0.01] chosen by validation on seed 0" in c.figure()
+    # the best rate is at seed 0's low edge: one rate below it on seed 0, not new seeds
+    for r in base:
+        if r.seed == 0:
+            r.metrics["val_accuracy"] = 0.5 if r.lr == 0.001 else 0.1
+    c = Cell.of(base + half, "x", model__name="linear")
+    assert c.best_lr == 0.001 and c.at_edge and c.seeds == [0]
+    assert next_changes(c) == [{"lr": pytest.approx(0.001 / 3, rel=1e-2), "seed": 0}]
+
+
+def test_a_seed_that_ran_only_other_rates_reports_at_the_chosen_one():
+    """A reported seed that never ran the chosen rate did not vote: it is asked for there before
+    a new seed is."""
+    runs = [r.model_copy(deep=True) for r in cell("linear", 0.07, long=False)]
+    moved = [r.model_copy(update={"config": {**r.config, "train": {**r.config["train"], "lr": 0.01}}}, deep=True)
+             if r.seed == 3 else r for r in runs]  # seed 3 ran only the high rate
+    c = Cell.of(moved, "x", model__name="linear")
+    assert c.seeds == [1, 2] and next_changes(c) == [{"seed": 3}]
+
+
+def test_a_cell_without_validation_accuracy_states_no_rate_and_does_not_raise():
+    runs = [r.model_copy(update={"metrics": {k: v for k, v in r.metrics.items() if k != "val_accuracy"}}, deep=True)
+            for r in cell("linear", 0.07)]
+    c = Cell.of(runs, "x", model__name="linear")
+    assert c.best_lr is None and "lr none of" in c.figure()
