@@ -38,40 +38,42 @@ def _grids(runs: Iterable[RunRecord]) -> dict[int, set[float]]:
     return out
 
 
+def _vote(runs: list[RunRecord]) -> tuple[set[int], list[float]]:
+    """``(voters, grid)``: see ``voters`` and ``grid``."""
+    grids = _grids(runs)
+    if not grids:
+        return set(), []
+    every = set.union(*grids.values())
+    chosen = {s for s, g in grids.items() if g == every}
+    if not chosen:
+        widest = max(len(g) for g in grids.values())
+        wide = grids[min(s for s, g in grids.items() if len(g) == widest)]
+        chosen = {s for s, g in grids.items() if g >= wide}
+    return chosen, sorted(set.intersection(*(grids[s] for s in chosen)))
+
+
 def voters(runs: Iterable[RunRecord]) -> set[int]:
     """The seeds that choose the rate: those with a done run at every rate present, or, when no
     seed ran every rate, those that ran the widest grid any seed ran (of equally wide grids, the
     smallest seed's). The second case arises when the reported seeds ran rates of an earlier
     design (a rate past an old edge, half of a 4x rate) that the voting seed's sweep lacks:
     without it no seed would vote and no rate could be chosen."""
-    grids = _grids(runs)
-    if not grids:
-        return set()
-    every = set.union(*grids.values())
-    chosen = {s for s, g in grids.items() if g == every}
-    if chosen:
-        return chosen
-    widest = max(len(g) for g in grids.values())
-    grid = grids[min(s for s, g in grids.items() if len(g) == widest)]
-    return {s for s, g in grids.items() if g >= grid}
+    return _vote(list(runs))[0]
 
 
 def grid(runs: Iterable[RunRecord]) -> list[float]:
     """The rates the choice is made among, ascending: those every voter ran."""
-    runs = list(runs)
-    grids = _grids(runs)
-    chosen_by = voters(runs)
-    return sorted(set.intersection(*(grids[s] for s in chosen_by))) if chosen_by else []
+    return _vote(list(runs))[1]
 
 
 def best_rate(runs: Iterable[RunRecord]) -> float | None:
     """The rate of ``grid`` with the best mean validation accuracy over the voters (ties: the
     smaller rate); None when no done run has a validation accuracy."""
     runs = list(runs)
-    chosen_by, rates = voters(runs), grid(runs)
+    (chosen_by, rates), members = _vote(runs), by_rate(runs)
     means = {}
-    for lr, members in by_rate(runs).items():
-        values = _values([r for r in members if r.seed in chosen_by], SELECT_RATE_BY) if lr in rates else []
+    for lr in rates:
+        values = _values([r for r in members[lr] if r.seed in chosen_by], SELECT_RATE_BY)
         if values:
             means[lr] = statistics.fmean(values)
     return max(means, key=lambda lr: (means[lr], -lr)) if means else None

@@ -2,9 +2,9 @@
 
 A *cell* is one configuration (task setting and model) over every learning rate, seed and budget
 the store holds for it. Its rate is chosen by **validation** at the base budget (the smallest
-``train.epochs`` present) by the seeds that ran at every rate (or the widest grid), and its figure
-is read from the seeds that did not choose it (``evalsuite.selection``: the reproduction sweeps rates on seed 0
-and reports seeds 1, 2, 3): the mean test accuracy, the sample standard deviation with n, and "k
+``train.epochs`` present) by the seeds that ran at every rate (or the widest grid), and its
+figure is read from the seeds that did not choose it (``evalsuite.selection``: the reproduction
+sweeps rates on seed 0 and reports seeds 1, 2, 3): the mean test accuracy, the sample standard deviation with n, and "k
 of n seeds learned", beside the task's floor (the best reader with no memory of what it tests).
 
 - **learned**: mean test accuracy at least halfway from the floor to 1:
