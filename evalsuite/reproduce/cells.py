@@ -212,6 +212,18 @@ class Cell:
     def learned_at(self, level: float) -> bool:
         return self.present and self.accuracy.n > 0 and self.acc >= level
 
+    def reaches(self, level: float) -> bool:
+        """At ``level`` on ``MIN_SEEDS`` or more reported seeds: by the base figure, or by the 4x
+        figure where every reported seed was rerun at 4x the budget (a late learner counts, as
+        ``final_acc`` reads it; a control that learned on four of five seeds at the base budget and
+        on all five at 4x reaches the level)."""
+        if not self.present or len(self.seeds) < MIN_SEEDS:
+            return False
+        if self.acc >= level:
+            return True
+        long = self.long_runs
+        return len(long) == len(self.seeds) and self.long_acc >= level
+
     @property
     def seeds_learned(self) -> tuple[int, int]:
         """``(k, n)``: k of the n reported seeds learned."""

@@ -323,3 +323,25 @@ def test_a_contradiction_still_names_the_clauses_it_leaves_open():
     u = j.decide(["fig"], {"a holds": True, "c holds": None}, todo="cell C: needs 3 seeds", can_run=False)
     assert u.status is Outcome.INCONCLUSIVE and u.why.startswith("undecided: c holds (to settle: cell C")
     assert "a setting where it fails is needed" in u.why
+
+
+def test_deltaproduct_control_that_learns_at_4x_on_every_seed_reaches_the_level():
+    """The CPU store's layout: the control learned on four of five seeds at the base budget (mean
+    below the level: 0.900) and 4x the budget takes every seed to the ceiling. Its figure is then
+    the 4x one (``Cell.final_acc``): the control reaches the level, and the verdict does not call
+    it a failed control. Where 4x leaves a seed below, it is settled below, and the control fails."""
+    accs = [0.998, 0.996, 0.997, 0.511, 1.0]
+    ctrl = dict(seeds=(1, 2, 3, 4, 5), seed_accs=accs, long=True, gain=0.5)
+    v = judge("deltaproduct-state-tracking", deltaproduct(0.900, 0.3, 0.18, 0.19, a=ctrl))
+    assert v.status is Outcome.REPRODUCED, (v.why, v.figures)
+    assert v.checks["S3, n_h=2, eigenvalues [-1, 1] reaches 0.95 (3 seeds)"] is True
+    stuck = dict(ctrl, gain=0.0)  # 4x moves nothing: seed 4 stays at 0.511, settled below the level
+    v = judge("deltaproduct-state-tracking", deltaproduct(0.900, 0.3, 0.18, 0.19, a=stuck))
+    assert v.status is Outcome.INCONCLUSIVE and "positive control failed" in v.why, v.why
+
+
+def test_parity_control_that_learns_only_at_4x_reaches_the_level():
+    """The delta rule with beta in (0, 2) below the level at the base budget and at it on every
+    seed at 4x: a late learner, so its clause holds (it read "undecided" before ``Cell.reaches``)."""
+    v = judge("parity-negative-eigenvalues", parity(0.8, 0.55, 0.5, n={"long": True, "gain": 0.2}))
+    assert v.status is Outcome.REPRODUCED, (v.why, v.figures)

@@ -53,8 +53,9 @@ def does_not_learn(c: Cell, level: float) -> bool | None:
 
 
 def learns(c: Cell, level: float) -> bool | None:
-    """At ``level`` on the reported seeds (True); settled below it (False)."""
-    if c.learned_at(level) and len(c.seeds) >= MIN_SEEDS:
+    """At ``level`` on the reported seeds, at the base budget or at 4x on every seed (True);
+    settled below it (False)."""
+    if c.reaches(level):
         return True
     return False if does_not_learn(c, level) else None
 

@@ -41,7 +41,7 @@ def verdict(runs, probes, p, judge):
             return judge.inconclusive(figures, f"positive control failed: the delta rule with beta in (0, 2) did not reach "
                                                f"{LEVEL} with a full sweep, three seeds and 4x the budget on each, so the others' "
                                                "failure says nothing here")
-    learns = True if neg.learned_at(LEVEL) and len(neg.seeds) >= MIN_SEEDS else None
+    learns = True if neg.reaches(LEVEL) else None
     figures.append("published (docs/FINDINGS.md, finding 12; Grazzi et al. 2024): with eigenvalues in [-1, 1] "
                    "(beta in (0, 2)) the delta rule solves parity, which beta in (0, 1) cannot")
     return judge.decide(figures, {
