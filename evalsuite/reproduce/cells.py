@@ -219,10 +219,18 @@ class Cell:
         on all five at 4x reaches the level)."""
         if not self.present or len(self.seeds) < MIN_SEEDS:
             return False
-        if self.acc >= level:
-            return True
+        return self.acc >= level or (self.rerun_on_every_seed and self.long_acc >= level)
+
+    @property
+    def rerun_on_every_seed(self) -> bool:
+        """Every reported seed has a 4x run at ``long_lr`` (what a 4x figure needs to stand for the cell)."""
         long = self.long_runs
-        return len(long) == len(self.seeds) and self.long_acc >= level
+        return bool(long) and len(long) == len(self.seeds)
+
+    @property
+    def learned_at_4x(self) -> bool:
+        """Not learned at the base budget, learned at 4x it on every reported seed's rerun (mean)."""
+        return self.rerun_on_every_seed and self.learned_seed(self.long_acc)
 
     @property
     def seeds_learned(self) -> tuple[int, int]:

@@ -119,8 +119,9 @@ class Judge:
         return None
 
     def control(self, control: Cell, figures: list[str]) -> Verdict | None:
-        """Inconclusive unless the positive control (the model that should succeed) learned."""
-        if control.learned:
+        """Inconclusive unless the positive control (the model that should succeed) learned, at the
+        base budget or at 4x it on every reported seed (a late learner is a working control)."""
+        if control.learned or control.learned_at_4x:
             return None
         return self.inconclusive(figures, f"positive control failed: {control.label} did not learn this setting "
                                           f"({fmt(control.acc)}, chance {fmt(control.floor)}), so a failure here says "

@@ -166,3 +166,18 @@ def test_a_cell_without_validation_accuracy_states_no_rate_and_does_not_raise():
             for r in cell("linear", 0.07)]
     c = Cell.of(runs, "x", model__name="linear")
     assert c.best_lr is None and "lr none of" in c.figure()
+
+
+@pytest.mark.parametrize("gain, works", [(0.6, True), (0.1, False)], ids=["learns-at-4x", "still-below-at-4x"])
+def test_a_control_that_learns_only_at_4x_on_every_seed_is_a_working_control(gain, works):
+    """Softmax at 0.3 (floor 1/16) at the base budget: a control that failed, unless 4x the
+    budget on every reported seed takes it past the learned level (then it is a late learner, and
+    the verdict goes on to its clauses); one seed's 4x rerun alone is not enough."""
+    from evalsuite.reproduce.verdict import Judge
+
+    judge = Judge("x", "a finding", "a source")
+    soft = Cell.of(cell("softmax", 0.3, long=True, gain=gain), "softmax", model__name="softmax")
+    assert not soft.learned and soft.learned_at_4x is works
+    assert (judge.control(soft, []) is None) is works
+    one = Cell.of(cell("softmax", 0.3, long=True, gain=gain, long_seeds=(1,)), "softmax", model__name="softmax")
+    assert not one.learned_at_4x and judge.control(one, []) is not None
