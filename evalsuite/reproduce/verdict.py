@@ -76,9 +76,14 @@ def summary(cell: Cell) -> VerdictCell:
 
 
 def unsettled(cells: list[Cell]) -> str:
-    """What each cell whose figure could still move with more budget, rates or seeds lacks."""
-    return "; ".join(f"{c.label}: {'; '.join(c.unsettled())}" for c in cells
-                     if c.present and not c.stable and c.unsettled())
+    """What each cell whose figure could still move with more budget, rates or seeds lacks, and
+    where `reproduce` has nothing left to run for it (every seed's 4x rerun is done and one moved),
+    that no run it can add settles it: only more budget than 4x or another setting would."""
+    return "; ".join(f"{c.label}: {'; '.join(c.unsettled())}" + ("" if next_changes(c) else f" ({STUCK})")
+                     for c in cells if c.present and not c.stable and c.unsettled())
+
+
+STUCK = "no run `reproduce` adds settles this cell: every seed has its 4x reruns"
 
 
 def runnable(cells: list[Cell]) -> bool:

@@ -345,3 +345,16 @@ def test_parity_control_that_learns_only_at_4x_reaches_the_level():
     seed at 4x: a late learner, so its clause holds (it read "undecided" before ``Cell.reaches``)."""
     v = judge("parity-negative-eigenvalues", parity(0.8, 0.55, 0.5, n={"long": True, "gain": 0.2}))
     assert v.status is Outcome.REPRODUCED, (v.why, v.figures)
+
+
+def test_a_cell_that_no_added_run_settles_says_so():
+    """DeltaProduct's CPU store: n_h = 1 with [-1, 1] has every seed's 4x reruns and one seed
+    gained more than the margin, so its clause stays undecided whatever else runs; the verdict
+    says that beside the cells that `reproduce` can still settle."""
+    from evalsuite.reproduce.verdict import STUCK
+
+    v = judge("deltaproduct-state-tracking", deltaproduct(1.0, 0.3, 0.18, 0.19, b={"gain": 0.09},
+                                                          c={"long_seeds": (1,)}))
+    assert v.status is Outcome.INCONCLUSIVE
+    assert f"decides this figure ({STUCK})" in v.why and v.why.count(STUCK) == 1, v.why
+    assert "(seed 2, 3 has none);" in v.why, v.why  # the cell reproduce can still settle carries no such remark
