@@ -335,9 +335,23 @@ def test_deltaproduct_control_that_learns_at_4x_on_every_seed_reaches_the_level(
     v = judge("deltaproduct-state-tracking", deltaproduct(0.900, 0.3, 0.18, 0.19, a=ctrl))
     assert v.status is Outcome.REPRODUCED, (v.why, v.figures)
     assert v.checks["S3, n_h=2, eigenvalues [-1, 1] reaches 0.95 (3 seeds)"] is True
-    stuck = dict(ctrl, gain=0.0)  # 4x moves nothing: seed 4 stays at 0.511, settled below the level
+    stuck = dict(ctrl, gain=0.0)  # 4x moves nothing: seed 4 stays at 0.511 (the mean 0.900), four of five reach it
     v = judge("deltaproduct-state-tracking", deltaproduct(0.900, 0.3, 0.18, 0.19, a=stuck))
+    assert v.status is Outcome.REPRODUCED, (v.why, v.figures)
+    assert "0.511" in " ".join(v.figures)  # the stuck seed is still shown
+    two = dict(stuck, seed_accs=[0.998, 0.5, 0.5, 0.511, 1.0])  # two of five: no capability shown, settled below
+    v = judge("deltaproduct-state-tracking", deltaproduct(0.702, 0.3, 0.18, 0.19, a=two))
     assert v.status is Outcome.INCONCLUSIVE and "positive control failed" in v.why, v.why
+
+
+def test_a_seed_that_reaches_the_level_keeps_a_does_not_learn_clause_open():
+    """n_h 2 with [0, 1]: four seeds at the floor and one at 0.99 (the mean 0.35 is settled below
+    the level): "stays below 0.95" is not shown, since one seed is a counterexample the mean hides;
+    nor is it contradicted by one seed of five."""
+    one = dict(seeds=(1, 2, 3, 4, 5), seed_accs=[0.19, 0.19, 0.99, 0.19, 0.19], long=True)
+    v = judge("deltaproduct-state-tracking", deltaproduct(1.0, 0.3, 0.18, 0.35, d=one))
+    assert v.checks["S3, n_h=2, eigenvalues [0, 1] stays below 0.95"] is None, (v.checks, v.why)
+    assert v.status is Outcome.INCONCLUSIVE
 
 
 def test_parity_control_that_learns_only_at_4x_reaches_the_level():

@@ -46,10 +46,12 @@ def cells_by_setting(runs, p) -> dict[tuple[str, int, bool], Cell]:
 
 
 def does_not_learn(c: Cell, level: float) -> bool | None:
-    """Below ``level`` and settled there (True); at or above it at either budget (False)."""
+    """Below ``level`` and settled there, every seed below it at both budgets (True); at or
+    above it at either budget (False); otherwise undecided (a seed that reached the level is a
+    counterexample the mean hides)."""
     if c.learned_at(level) or (c.long_acc is not None and c.long_acc >= level):
         return False
-    return True if c.settled_below(level) else None
+    return True if c.settled_below(level) and c.seeds_at(level)[0] == 0 else None
 
 
 def learns(c: Cell, level: float) -> bool | None:
