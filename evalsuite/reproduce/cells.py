@@ -225,6 +225,15 @@ class Cell:
         return (self.acc >= level or (self.rerun_on_every_seed and self.long_acc >= level)
                 or (k >= MIN_SEEDS and 2 * k > n))
 
+    def stays_below(self, level: float) -> bool | None:
+        """An impossibility clause ("does not reach ``level``"): True when the cell is settled
+        below it and no seed reached it at either budget; False when the mean is at it at either
+        budget; otherwise None (undecided: a seed that reached the level is a counterexample the
+        mean hides, or the figure is not settled)."""
+        if self.learned_at(level) or (self.long_acc is not None and self.long_acc >= level):
+            return False
+        return True if self.settled_below(level) and self.seeds_at(level)[0] == 0 else None
+
     def seeds_at(self, level: float) -> tuple[int, int]:
         """``(k, n)``: k of the n reported seeds at or above ``level`` at the base budget or at 4x
         it (the seed's rerun at ``long_lr``)."""

@@ -344,7 +344,7 @@ def test_deltaproduct_control_that_learns_at_4x_on_every_seed_reaches_the_level(
     assert v.status is Outcome.INCONCLUSIVE and "positive control failed" in v.why, v.why
 
 
-def test_a_seed_that_reaches_the_level_keeps_a_does_not_learn_clause_open():
+def test_a_seed_that_reaches_the_level_keeps_a_stays_below_clause_open():
     """n_h 2 with [0, 1]: four seeds at the floor and one at 0.99 (the mean 0.35 is settled below
     the level): "stays below 0.95" is not shown, since one seed is a counterexample the mean hides;
     nor is it contradicted by one seed of five."""

@@ -45,21 +45,11 @@ def cells_by_setting(runs, p) -> dict[tuple[str, int, bool], Cell]:
             for g in p["groups"] for n in p["householders"] for neg in (True, False)}
 
 
-def does_not_learn(c: Cell, level: float) -> bool | None:
-    """Below ``level`` and settled there, every seed below it at both budgets (True); at or
-    above it at either budget (False); otherwise undecided (a seed that reached the level is a
-    counterexample the mean hides)."""
-    if c.learned_at(level) or (c.long_acc is not None and c.long_acc >= level):
-        return False
-    return True if c.settled_below(level) and c.seeds_at(level)[0] == 0 else None
-
-
 def learns(c: Cell, level: float) -> bool | None:
-    """At ``level`` on the reported seeds, at the base budget or at 4x on every seed (True);
-    settled below it (False)."""
+    """The capability shown (``Cell.reaches``: True); settled below it, no seed at it (False)."""
     if c.reaches(level):
         return True
-    return False if does_not_learn(c, level) else None
+    return False if c.stays_below(level) else None
 
 
 def verdict(runs, probes, p, judge):
@@ -80,10 +70,10 @@ def verdict(runs, probes, p, judge):
     figures.append("published (Siems et al. 2025, figure 4): eigenvalues in [0, 1] track no group at any n_h; S3 "
                    "needs n_h >= 2 with [-1, 1]")
     checks = {f"{control.label} reaches {LEVEL} ({MIN_SEEDS} seeds)": learns(control, LEVEL),
-              f"{label('S3', 1, True)} stays below {LEVEL}": does_not_learn(cells["S3", 1, True], LEVEL)}
+              f"{label('S3', 1, True)} stays below {LEVEL}": cells["S3", 1, True].stays_below(LEVEL)}
     for g in p["groups"]:
         for n in p["householders"]:
-            checks[f"{label(g, n, False)} stays below {LEVEL}"] = does_not_learn(cells[g, n, False], LEVEL)
+            checks[f"{label(g, n, False)} stays below {LEVEL}"] = cells[g, n, False].stays_below(LEVEL)
     return judge.decide(figures, checks, unsettled(cs), can_run=runnable(cs))
 
 
