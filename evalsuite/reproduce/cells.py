@@ -212,47 +212,6 @@ class Cell:
     def learned_at(self, level: float) -> bool:
         return self.present and self.accuracy.n > 0 and self.acc >= level
 
-    def reaches(self, level: float) -> bool:
-        """A capability shown: ``MIN_SEEDS`` or more reported seeds, and at ``level`` by the mean
-        figure (at the base budget, or at 4x where every reported seed was rerun: a late learner
-        counts, as ``final_acc`` reads it) or on a majority of the seeds, each at the base budget
-        or at 4x (``seeds_at``). One seed stuck in a local optimum at the chosen rate does not
-        undo what the others show (DeltaProduct's control: four of five seeds at 0.997 or more,
-        one at 0.511 at both budgets); its figure still shows the stuck seed."""
-        if not self.present or len(self.seeds) < MIN_SEEDS:
-            return False
-        k, n = self.seeds_at(level)
-        return (self.acc >= level or (self.rerun_on_every_seed and self.long_acc >= level)
-                or (k >= MIN_SEEDS and 2 * k > n))
-
-    def stays_below(self, level: float) -> bool | None:
-        """An impossibility clause ("does not reach ``level``"): True when the cell is settled
-        below it and no seed reached it at either budget; False when the mean is at it at either
-        budget; otherwise None (undecided: a seed that reached the level is a counterexample the
-        mean hides, or the figure is not settled)."""
-        if self.learned_at(level) or (self.long_acc is not None and self.long_acc >= level):
-            return False
-        return True if self.settled_below(level) and self.seeds_at(level)[0] == 0 else None
-
-    def seeds_at(self, level: float) -> tuple[int, int]:
-        """``(k, n)``: k of the n reported seeds at or above ``level`` at the base budget or at 4x
-        it (the seed's rerun at ``long_lr``)."""
-        m = self.metric
-        long = {r.seed: r.metrics[m] for r in self.long_runs if m in r.metrics}
-        base = {r.seed: r.metrics[m] for r in self.best_runs if m in r.metrics}
-        return sum(max(a, long.get(s, a)) >= level for s, a in base.items()), len(base)
-
-    @property
-    def rerun_on_every_seed(self) -> bool:
-        """Every reported seed has a 4x run at ``long_lr`` (what a 4x figure needs to stand for the cell)."""
-        long = self.long_runs
-        return bool(long) and len(long) == len(self.seeds)
-
-    @property
-    def learned_at_4x(self) -> bool:
-        """Not learned at the base budget, learned at 4x it on every reported seed's rerun (mean)."""
-        return self.rerun_on_every_seed and self.learned_seed(self.long_acc)
-
     @property
     def seeds_learned(self) -> tuple[int, int]:
         """``(k, n)``: k of the n reported seeds learned."""

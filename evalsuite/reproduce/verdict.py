@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from evalsuite.records import Outcome, Verdict, VerdictCell
 
 from .cells import MARGIN, Cell
+from .clauses import learned_at_4x
 from .escalation import next_changes
 
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTED = (Outcome.REPRODUCED, Outcome.NOT_REPRODUCED, Outcome.INCONCLUSIVE,
@@ -126,7 +127,7 @@ class Judge:
     def control(self, control: Cell, figures: list[str]) -> Verdict | None:
         """Inconclusive unless the positive control (the model that should succeed) learned, at the
         base budget or at 4x it on every reported seed (a late learner is a working control)."""
-        if control.learned or control.learned_at_4x:
+        if control.learned or learned_at_4x(control):
             return None
         return self.inconclusive(figures, f"positive control failed: {control.label} did not learn this setting "
                                           f"({fmt(control.acc)}, chance {fmt(control.floor)}), so a failure here says "

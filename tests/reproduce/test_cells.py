@@ -2,6 +2,7 @@
 and what escalation runs next, in order."""
 import pytest
 
+from evalsuite.reproduce.clauses import learned_at_4x
 from evalsuite.config import run_id
 from evalsuite.records import RunRecord
 from evalsuite.reproduce import frontier
@@ -177,7 +178,7 @@ def test_a_control_that_learns_only_at_4x_on_every_seed_is_a_working_control(gai
 
     judge = Judge("x", "a finding", "a source")
     soft = Cell.of(cell("softmax", 0.3, long=True, gain=gain), "softmax", model__name="softmax")
-    assert not soft.learned and soft.learned_at_4x is works
+    assert not soft.learned and learned_at_4x(soft) is works
     assert (judge.control(soft, []) is None) is works
     one = Cell.of(cell("softmax", 0.3, long=True, gain=gain, long_seeds=(1,)), "softmax", model__name="softmax")
-    assert not one.learned_at_4x and judge.control(one, []) is not None
+    assert not learned_at_4x(one) and judge.control(one, []) is not None

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 
+from evalsuite.reproduce.clauses import reaches
 from evalsuite.reproduce.cells import CEILING, MAX_4X_GAIN, Cell
 from evalsuite.reproduce.experiment import Experiment, register
 from evalsuite.reproduce.protocol import CPU_LRS, PAPER_LRS
@@ -188,7 +189,7 @@ def verdict(runs, probes, p, judge):
         False if False in delta_ok else None if None in delta_ok or not delta_ok else True)
     soft = curve["softmax"]
     checks[f"softmax (control) at {CEILING} or above at every D"] = (
-        True if all(c.reaches(CEILING) for c in soft) else False if any(c.settled_below(CEILING) for c in soft)
+        True if all(reaches(c, CEILING) for c in soft) else False if any(c.settled_below(CEILING) for c in soft)
         else None)
     figures.append(f"tolerance x{TOLERANCE:.2f} (sqrt 2): the probe retrieves exactly d' (elu+1 16.0 of 16, DPFP nu=1 "
                    f"32.0 of 32 at d_key 16), and sqrt 2 is the widest factor that still tells d' from 2 d' apart")

@@ -23,6 +23,7 @@ every position at least the ceiling, 0.95, as the parity entry); the test length
 """
 from __future__ import annotations
 
+from evalsuite.reproduce.clauses import reaches, stays_below
 from evalsuite.reproduce.cells import CEILING, MIN_SEEDS, Cell, get
 from evalsuite.reproduce.experiment import Experiment, register
 from evalsuite.reproduce.protocol import CPU_LRS, PAPER_LRS, lrs
@@ -47,9 +48,9 @@ def cells_by_setting(runs, p) -> dict[tuple[str, int, bool], Cell]:
 
 def learns(c: Cell, level: float) -> bool | None:
     """The capability shown (``Cell.reaches``: True); settled below it, no seed at it (False)."""
-    if c.reaches(level):
+    if reaches(c, level):
         return True
-    return False if c.stays_below(level) else None
+    return False if stays_below(c, level) else None
 
 
 def verdict(runs, probes, p, judge):
@@ -70,10 +71,10 @@ def verdict(runs, probes, p, judge):
     figures.append("published (Siems et al. 2025, figure 4): eigenvalues in [0, 1] track no group at any n_h; S3 "
                    "needs n_h >= 2 with [-1, 1]")
     checks = {f"{control.label} reaches {LEVEL} ({MIN_SEEDS} seeds)": learns(control, LEVEL),
-              f"{label('S3', 1, True)} stays below {LEVEL}": cells["S3", 1, True].stays_below(LEVEL)}
+              f"{label('S3', 1, True)} stays below {LEVEL}": stays_below(cells["S3", 1, True], LEVEL)}
     for g in p["groups"]:
         for n in p["householders"]:
-            checks[f"{label(g, n, False)} stays below {LEVEL}"] = cells[g, n, False].stays_below(LEVEL)
+            checks[f"{label(g, n, False)} stays below {LEVEL}"] = stays_below(cells[g, n, False], LEVEL)
     return judge.decide(figures, checks, unsettled(cs), can_run=runnable(cs))
 
 

@@ -2,6 +2,7 @@
 and elu+1 linear attention do not (Grazzi et al. 2024; docs/FINDINGS.md, finding 12)."""
 from __future__ import annotations
 
+from evalsuite.reproduce.clauses import reaches, stays_below
 from evalsuite.reproduce.cells import CEILING, MIN_SEEDS, Cell
 from evalsuite.reproduce.experiment import Experiment, register
 from evalsuite.reproduce.protocol import CPU_LRS, PAPER_LRS, lrs
@@ -34,13 +35,13 @@ def verdict(runs, probes, p, judge):
             return judge.inconclusive(figures, f"positive control failed: the delta rule with beta in (0, 2) did not reach "
                                                f"{LEVEL} with a full sweep, three seeds and 4x the budget on each, so the others' "
                                                "failure says nothing here")
-    learns = True if neg.reaches(LEVEL) else None
+    learns = True if reaches(neg, LEVEL) else None
     figures.append("published (docs/FINDINGS.md, finding 12; Grazzi et al. 2024): with eigenvalues in [-1, 1] "
                    "(beta in (0, 2)) the delta rule solves parity, which beta in (0, 1) cannot")
     return judge.decide(figures, {
         f"delta, beta in (0, 2) reaches {LEVEL} ({MIN_SEEDS} seeds)": learns,
-        f"delta, beta in (0, 1) stays below {LEVEL}": cells["delta, beta in (0, 1)"].stays_below(LEVEL),
-        f"elu+1 stays below {LEVEL}": cells["elu+1"].stays_below(LEVEL)}, unsettled(cs), can_run=runnable(cs))
+        f"delta, beta in (0, 1) stays below {LEVEL}": stays_below(cells["delta, beta in (0, 1)"], LEVEL),
+        f"elu+1 stays below {LEVEL}": stays_below(cells["elu+1"], LEVEL)}, unsettled(cs), can_run=runnable(cs))
 
 
 register(Experiment(

@@ -1,6 +1,7 @@
 """Softmax attention solves MQAR at small width (docs/FINDINGS.md; Zoology, Figure 2)."""
 from __future__ import annotations
 
+from evalsuite.reproduce.clauses import reaches
 from evalsuite.reproduce.cells import CEILING, MIN_SEEDS
 from evalsuite.reproduce.experiment import Experiment, register
 from evalsuite.reproduce.protocol import CPU_BASE, CPU_SET, PAPER_BASE, PAPER_LRS, lrs, mqar, rows
@@ -22,7 +23,7 @@ def verdict(runs, probes, p, judge):
     if not any(c.learned for c in cs):
         return judge.verdict(INCONCLUSIVE, figures, "positive control failed: softmax learned none of the settings, so "
                                                     "the training set-up, not the model, is in question")
-    checks = {f"{c.label} >= {NEAR_PERFECT}": (True if c.reaches(NEAR_PERFECT)
+    checks = {f"{c.label} >= {NEAR_PERFECT}": (True if reaches(c, NEAR_PERFECT)
                                                else False if c.settled_below(NEAR_PERFECT) else None) for c in cs}
     return judge.decide(figures, checks, unsettled(cs) or f"{MIN_SEEDS} reported seeds", can_run=runnable(cs))
 
