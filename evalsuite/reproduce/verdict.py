@@ -84,7 +84,7 @@ def unsettled(cells: list[Cell]) -> str:
                      for c in cells if c.present and not c.stable and c.unsettled())
 
 
-STUCK = "no run `reproduce` adds settles this cell: every seed has its 4x reruns"
+STUCK = "no run `reproduce` can add settles this cell at this setting"
 
 
 def runnable(cells: list[Cell]) -> bool:
