@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from evalsuite.models.state import zoology_units
 from evalsuite.records import RunRecord, Verdict
 
+from . import clauses
 from .cells import Cell
 from .protocol import CPU_BASE, CPU_LRS, CPU_SET
 from .verdict import Judge
@@ -100,8 +101,10 @@ def cells(runs, scale: str, setting: dict) -> dict[str, list[Cell]]:
 
 
 def reaches(cell: Cell, level: float = LEVEL) -> bool:
-    """At the base budget or at 4x it (the protocol's own rerun): a late learner counts."""
-    return cell.present and (cell.learned_at(level) or (cell.long_acc is not None and cell.long_acc >= level))
+    """At ``level`` as every verdict's capability clause reads it (``clauses.reaches``: three or more
+    seeds; the mean at the base budget or at 4x on every seed, or a majority of seeds at either):
+    a late learner counts, one seed's 4x rerun alone does not."""
+    return clauses.reaches(cell, level)
 
 
 def smallest_state(family_cells: list[Cell], level: float = LEVEL) -> float | None:

@@ -182,3 +182,19 @@ def test_a_control_that_learns_only_at_4x_on_every_seed_is_a_working_control(gai
     assert (judge.control(soft, []) is None) is works
     one = Cell.of(cell("softmax", 0.3, long=True, gain=gain, long_seeds=(1,)), "softmax", model__name="softmax")
     assert not learned_at_4x(one) and judge.control(one, []) is not None
+
+
+@pytest.mark.parametrize("case, kw, reached", [
+    ("at 0.9 on three seeds", dict(acc=0.92, long=False), True),
+    ("late learner, 4x on every seed", dict(acc=0.5, gain=0.45), True),
+    ("one seed's 4x rerun alone", dict(acc=0.5, gain=0.45, long_seeds=(1,)), False),
+    ("two seeds", dict(acc=0.92, long=False, seeds=(1, 2)), False),
+], ids=lambda x: x if isinstance(x, str) else "")
+def test_the_frontier_reads_reaching_as_every_capability_clause_does(case, kw, reached):
+    """The frontier's least state reaching 0.9 counts a cell only as a verdict's capability clause
+    would (three or more seeds; a late learner by 4x on every seed), so its orderings and the
+    other verdicts read one rule."""
+    from evalsuite.reproduce.clauses import reaches
+
+    c = Cell.of(cell("delta", **kw), "x", model__name="delta")
+    assert frontier.reaches(c, 0.9) is reached is reaches(c, 0.9), case
