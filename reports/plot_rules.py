@@ -13,7 +13,7 @@ from evalsuite.records import TARGET_ACCURACY
 
 MAX_SERIES = 8      # data series on one axes; more are faceted
 LOG_SPAN = 8.0      # a log axis needs data spanning a factor of 8 or more (three doublings; a decade qualifies)
-REFERENCE_LABELS = ("floor", "target", "law", "Pareto", "retrieved = d'", "knee", f"{TARGET_ACCURACY}")
+REFERENCE_LABELS = ("floor", "target", "law", "Pareto", "retrieved = d'", "knee", "4x the budget", f"{TARGET_ACCURACY}")
 
 
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]  # one per series of an axes

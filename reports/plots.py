@@ -213,14 +213,26 @@ def run_curve(history: list[dict], *, floor: float | None, target: float, title:
     return to_uri(fig, fmt)
 
 
-def collapse(df: pd.DataFrame, *, title: str, fmt: str = "png") -> str:
+def collapse(df: pd.DataFrame, *, title: str, fmt: str = "png", long: pd.DataFrame | None = None) -> str:
     """Accuracy against D / d' (log 2), one line per ``series`` (distinct markers, legend outside the
     axes), and the law accuracy = min(1, d' / D) dashed: curves that fall together on it when a
-    fixed state holds d' pairs."""
+    fixed state holds d' pairs. ``long``: the same points at 4x the budget (same columns), drawn
+    hollow in their series' colour and joined to their base point by a thin line: a point that
+    moves is budget, not capacity."""
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    long = long if long is not None else pd.DataFrame(columns=["series", "ratio", "accuracy"])
     for i, (name, part) in enumerate(df.groupby("series", sort=True)):
         part = part.sort_values("ratio")
-        ax.plot(part.ratio, part.accuracy, marker=MARKERS[i % len(MARKERS)], lw=1.2, label=name)
+        (line,) = ax.plot(part.ratio, part.accuracy, marker=MARKERS[i % len(MARKERS)], lw=1.2, label=name)
+        for r in long[long.series == name].itertuples():
+            ax.plot([r.ratio], [r.accuracy], marker=MARKERS[i % len(MARKERS)], ls="none", mfc="none",
+                    color=line.get_color(), label="_nolegend_")
+            base = part[part.ratio == r.ratio].accuracy
+            if len(base):
+                ax.plot([r.ratio, r.ratio], [float(base.iloc[0]), r.accuracy], color=line.get_color(), lw=0.6,
+                        ls=":", label="_nolegend_")
+    if len(long):
+        ax.plot([], [], marker="o", ls="none", mfc="none", color="grey", label="4x the budget (hollow)")
     if "floor" in df and df["floor"].notna().any():
         fl = df.dropna(subset=["floor"]).groupby("ratio")["floor"].mean().reset_index()
         ax.plot(fl.ratio, fl["floor"], color="#cf222e", ls=":", lw=1, label="floor (no-memory reader)")

@@ -32,9 +32,12 @@ from evalsuite.cli import common, main
               help="every sweep point once at a few steps, in its own store (smoke/evalsuite.db beside the default "
                    "one): checks that the experiments run end to end in minutes; its verdicts test the pipeline, "
                    "not the findings (no escalation, no probes)")
+@click.option("--figures", "figures_dir", default=None, type=click.Path(file_okay=False),
+              help="also write the report's headline figures (the capacity law's collapse plot, the frontier) as "
+                   "PNG files in this folder, for a Markdown page such as the README (committed: docs/figures)")
 @common.compact_option
 def reproduce(names, scale, list_only, executor, workers, address, device, store_path, threads, group, verdicts_only, output,
-              from_report, rebuild, results_path, segment_minutes, smoke, compact):
+              from_report, rebuild, results_path, segment_minutes, smoke, figures_dir, compact):
     """Run the experiments behind docs/FINDINGS.md (all, or NAMES: an experiment or a group such as
     `frontier`) and judge each from the stored results."""
     from evalsuite import files
@@ -56,7 +59,8 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
     experiments = rep.select(names)
     if smoke:
         for flag, given in (("--verdicts-only", verdicts_only), ("--verdicts-from", from_report),
-                            ("--results", results_path), ("--segment-minutes", segment_minutes)):
+                            ("--results", results_path), ("--segment-minutes", segment_minutes),
+                            ("--figures", figures_dir)):
             if given:
                 raise common.BadInput(f"{flag}: not with --smoke (a smoke run trains a few steps a point and "
                                       "judges only those runs)")
@@ -66,9 +70,11 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
     if rebuild and not from_report:
         raise common.BadInput("--rebuild-store: needs --verdicts-from REPORT (the report whose runs it holds)")
     if from_report:
-        _verdicts_from(from_report, experiments, scale, results_path, names, rebuild)
+        figures = _figures_folder(figures_dir, None)
+        _verdicts_from(from_report, experiments, scale, results_path, names, rebuild, figures)
         return
     store = common.open_store(store_path, must_exist=verdicts_only)
+    figures = _figures_folder(figures_dir, store.path)
     output = files.check_output(output or store.path.parent / "reports" / f"reproduce-{scale}.html", "--output",
                                 store=store.path)
     results_paths = [files.check_output(store.path.parent / "reports" / f"RESULTS-{scale}.md", "--results", store=store.path)]
@@ -113,9 +119,41 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
     for target in results_paths:
         files.write_text(target, text)
         click.echo(f"results  {target}")
+    _write_figures(figures, runs, store.probes())
 
 
-def _verdicts_from(report: str, experiments, scale: str, results_path: str | None, names, rebuild: str | None) -> None:
+def _figures_folder(folder: str | None, store_path):
+    """``--figures``: the folder, checked before any work starts (exit 2: a file, the store's own
+    folders, not writable); None without the option."""
+    if folder is None:
+        return None
+    from pathlib import Path
+
+    from evalsuite import files
+    from evalsuite.reports.figures import HEADLINES
+
+    path = Path(folder).expanduser()
+    if path.exists() and not path.is_dir():
+        raise common.BadInput(f"--figures: {folder} is a file; give a folder (the figures are written into it)")
+    for name in HEADLINES:
+        files.check_output(path / f"{name}-1.png", "--figures", store=store_path)
+    return path
+
+
+def _write_figures(folder, runs, probes) -> None:
+    if folder is None:
+        return
+    from evalsuite.reports.figures import headline_figures, write_figures
+
+    figures = headline_figures(runs, probes)
+    for path, (_, title, _) in zip(write_figures(figures, folder), figures):
+        click.echo(f"figure   {path} ({title})")
+    if not figures:
+        click.echo(f"figures  none written to {folder}: no run fills a headline section (capacity law, frontier)")
+
+
+def _verdicts_from(report: str, experiments, scale: str, results_path: str | None, names, rebuild: str | None,
+                   figures=None) -> None:
     from pathlib import Path
 
     from evalsuite import files
@@ -140,6 +178,7 @@ def _verdicts_from(report: str, experiments, scale: str, results_path: str | Non
             source=f"the runs embedded in {report}",
             command=f"evalsuite reproduce {' '.join(names)} --verdicts-from {report}".replace("  ", " ")))
         click.echo(f"results  {target}")
+    _write_figures(figures, data["runs"], data["probes"])
     if rebuild:
         store = common.open_store(str(Path(rebuild).expanduser()))
         import_runs(store, data["runs"], data["probes"], experiments, scale)

@@ -27,14 +27,21 @@ class CapacityLaw(Section):
                              and r["accuracy"] is not None])
         if rows.empty:
             return None
-        # the base budget of each point (its 4x rerun is a check of the same figure, shown in the runs table)
-        rows = rows.sort_values("epochs").groupby(["model", "d_prime", "D", "layers"]).head(1)
-        rows["series"] = rows.model + " d'=" + rows.d_prime.astype(int).astype(str) + rows.layers.map(
-            lambda n: "" if n == 2 else f", {n} layer{'s' * (n != 1)}")
+        # the base budget of each point draws its curve; its 4x rerun (the longest budget, when longer)
+        # is drawn hollow beside it: a capacity does not move with budget, a shortfall of budget does
+        keys = ["model", "d_prime", "D", "layers"]
+        ordered = rows.sort_values("epochs")
+        rows, longest = ordered.groupby(keys).head(1), ordered.groupby(keys).tail(1)
+        long = longest[longest.epochs.to_numpy() > rows.set_index(keys).loc[
+            longest.set_index(keys).index].epochs.to_numpy()].copy()
+        for df in (rows, long):
+            df["series"] = df.model + " d'=" + df.d_prime.astype(int).astype(str) + df.layers.map(
+                lambda n: "" if n == 2 else f", {n} layer{'s' * (n != 1)}")
+            df["ratio"] = df.D / df.d_prime
         rows = rows.groupby("series").filter(lambda g: g.D.nunique() >= MIN_POINTS)
         if rows.empty:
             return None
-        rows["ratio"] = rows.D / rows.d_prime
+        long = long[long.series.isin(set(rows.series))]
         rows["pairs_retrieved"] = rows.accuracy * rows.D
         past = rows[rows.D > rows.d_prime]
         plateau = past.groupby(["series", "model", "d_prime"]).pairs_retrieved.mean().rename("retrieved").reset_index()
@@ -46,7 +53,7 @@ class CapacityLaw(Section):
                           "trained_ratio": r.retrieved / r.d_prime, "probe": p,
                           "ratio": None if not p else r.retrieved / p})
         plots_ = [{"title": "accuracy against D / d' (the law: min(1, d'/D), dashed)",
-                   "uri": plots.collapse(rows, title="MQAR: accuracy against D / d'", fmt=fmt)}]
+                   "uri": plots.collapse(rows, title="MQAR: accuracy against D / d'", fmt=fmt, long=long)}]
         if not plateau.empty:
             plots_.append({"title": "pairs retrieved past d' against d'",
                            "uri": plots.retrieved_against_d(plateau, title="pairs retrieved against d'", fmt=fmt)})

@@ -42,7 +42,8 @@ def test_every_builder_draws_within_the_rules(monkeypatch):
                        for m in range(6) for i in range(6)])
     plots.lines(df, "x", "accuracy", "model", title="t", xlabel="x", logx=True, floor="floor")
     plots.collapse(pd.DataFrame([{"series": f"s{m}", "ratio": 2 ** i / 4, "accuracy": min(1, 4 / 2 ** i),
-                                  "floor": 0.05} for m in range(5) for i in range(5)]), title="c")
+                                  "floor": 0.05} for m in range(5) for i in range(5)]), title="c",
+                   long=pd.DataFrame([{"series": f"s{m}", "ratio": 4.0, "accuracy": 0.9} for m in range(5)]))
     plots.bars(pd.DataFrame([{"x": f"L{i}", "y": i + 1.0, "model": f"m{m}"} for m in range(4) for i in range(3)]),
                "x", "y", "model", title="b", ylabel="y")
     points = pd.DataFrame([{"model": f"m{m}", "state": 2 ** (m + i), "accuracy": i / 4, "floor": 0.06, "run": f"{m}{i}"}

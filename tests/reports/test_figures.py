@@ -1,0 +1,71 @@
+"""`reproduce --figures DIR`: the report's headline figures (the capacity law's collapse plot, the
+frontier) as PNG files for the README, drawn from the same runs; 4x reruns drawn beside their base
+points; bad folders refused before any work."""
+import pandas as pd
+from click.testing import CliRunner
+
+from evalsuite import reproduce as rep
+from evalsuite.cli import main
+from evalsuite.reports import builder, plots
+from evalsuite.reports.figures import headline_figures
+from tests.reproduce.synthetic import NO_PROBES, capacity_law
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def test_headline_figures_are_the_capacity_law_and_frontier_plots_as_png():
+    figures = headline_figures(capacity_law(moving=0.1))
+    names = [name for name, _, _ in figures]
+    assert names[:2] == ["capacity-law-1.png", "capacity-law-2.png"]
+    assert all(n.startswith(("capacity-law-", "frontier-")) for n in names)
+    assert all(data.startswith(PNG) for _, _, data in figures)
+    assert headline_figures([]) == []
+
+
+def test_the_collapse_plot_draws_each_4x_rerun_hollow_beside_its_base_point(monkeypatch):
+    """A point whose 4x rerun moved is budget, not capacity: the figure shows both."""
+    seen = []
+    real = plots.to_uri
+
+    def capture(fig, fmt="png"):
+        seen.append([ln for ax in fig.axes for ln in ax.lines if ln.get_markerfacecolor() == "none"
+                     and ln.get_label() == "_nolegend_"])
+        return real(fig, fmt)
+
+    monkeypatch.setattr(plots, "to_uri", capture)
+    base = pd.DataFrame([{"series": "a", "ratio": r, "accuracy": min(1, 1 / r), "floor": 0.1} for r in (0.5, 1, 2, 4)])
+    long = pd.DataFrame([{"series": "a", "ratio": r, "accuracy": 0.9} for r in (2, 4)])
+    plots.collapse(base, title="c", long=long)
+    plots.collapse(base, title="c")
+    assert [len(s) for s in seen] == [2, 0]
+
+
+def _report(tmp_path):
+    runs = capacity_law()
+    verdict = rep.get("capacity-law").judge(runs, NO_PROBES, "cpu")
+    return builder.write(runs, tmp_path / "r.html", verdicts=[verdict], compact=True)
+
+
+def test_figures_from_a_report_are_written_into_the_folder(tmp_path):
+    out = tmp_path / "figs"
+    res = CliRunner().invoke(main, ["reproduce", "capacity-law", "--verdicts-from", str(_report(tmp_path)),
+                                    "--figures", str(out)])
+    assert res.exit_code == 0, res.output
+    assert (out / "capacity-law-1.png").read_bytes().startswith(PNG) and "figure   " in res.output
+
+
+def test_a_figures_path_that_is_a_file_or_in_the_store_is_refused_before_any_work(tmp_path):
+    report = _report(tmp_path)
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine")
+    res = CliRunner().invoke(main, ["reproduce", "capacity-law", "--verdicts-from", str(report), "--figures", str(a_file)])
+    assert res.exit_code == 2 and "--figures" in res.output and a_file.read_text() == "mine"
+    store = tmp_path / "s" / "evalsuite.db"
+    assert CliRunner().invoke(main, ["reproduce", "capacity-law", "--verdicts-from", str(report),
+                                     "--rebuild-store", str(store)]).exit_code == 0
+    res = CliRunner().invoke(main, ["reproduce", "capacity-law", "--verdicts-only", "--store", str(store),
+                                    "--figures", str(store.parent / "weights")])
+    assert res.exit_code == 2 and "Error: --figures" in res.output and "weights/" in res.output
+    assert not (store.parent / "weights" / "capacity-law-1.png").exists()
+    res = CliRunner().invoke(main, ["reproduce", "capacity-law", "--smoke", "--figures", str(tmp_path / "f")])
+    assert res.exit_code == 2 and "--figures: not with --smoke" in res.output
