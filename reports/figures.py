@@ -21,9 +21,10 @@ HEADLINES = ("capacity-law", "frontier")  # the sections whose plots head a repr
 
 def headline_figures(runs: Iterable[RunRecord], probes: pd.DataFrame | None = None) -> list[tuple[str, str, bytes]]:
     """``(file name, title, PNG bytes)`` per plot of each headline section the runs fill, in the
-    report's order: ``capacity-law-1.png`` (accuracy against D / d'), ``capacity-law-2.png`` (pairs
-    retrieved against d'), ``frontier-1.png`` ... (accuracy against state, one per setting). Empty
-    when no run fills a headline section."""
+    report's order, named by what it shows so a page's links survive new runs:
+    ``capacity-law-collapse.png`` (accuracy against D / d'), ``capacity-law-retrieved.png`` (pairs
+    retrieved against d'), ``frontier-recall-T64-D16.png`` ... (accuracy against state, one per
+    setting). Empty when no run fills a headline section."""
     runs = list(runs)
     summary = summarize(runs)
     data = ReportData(runs, summary, _slices(runs, {row["anchor"] for row in summary}), probes, compact=True)
@@ -34,7 +35,7 @@ def headline_figures(runs: Iterable[RunRecord], probes: pd.DataFrame | None = No
         for k, plot in enumerate(built["plots"], 1):
             header, encoded = plot["uri"].split(",", 1)
             assert header == "data:image/png;base64", header
-            out.append((f"{section.id}-{k}.png", plot["title"], base64.b64decode(encoded)))
+            out.append((f"{section.id}-{plot.get('name', k)}.png", plot["title"], base64.b64decode(encoded)))
     return out
 
 

@@ -136,7 +136,7 @@ def _figures_folder(folder: str | None, store_path):
     if path.exists() and not path.is_dir():
         raise common.BadInput(f"--figures: {folder} is a file; give a folder (the figures are written into it)")
     for name in HEADLINES:
-        files.check_output(path / f"{name}-1.png", "--figures", store=store_path)
+        files.check_output(path / f"{name}-figure.png", "--figures", store=store_path)
     return path
 
 

@@ -52,10 +52,10 @@ class CapacityLaw(Section):
             table.append({"series": r.series, "d_prime": int(r.d_prime), "trained": r.retrieved,
                           "trained_ratio": r.retrieved / r.d_prime, "probe": p,
                           "ratio": None if not p else r.retrieved / p})
-        plots_ = [{"title": "accuracy against D / d' (the law: min(1, d'/D), dashed)",
+        plots_ = [{"title": "accuracy against D / d' (the law: min(1, d'/D), dashed)", "name": "collapse",
                    "uri": plots.collapse(rows, title="MQAR: accuracy against D / d'", fmt=fmt, long=long)}]
         if not plateau.empty:
-            plots_.append({"title": "pairs retrieved past d' against d'",
+            plots_.append({"title": "pairs retrieved past d' against d'", "name": "retrieved",
                            "uri": plots.retrieved_against_d(plateau, title="pairs retrieved against d'", fmt=fmt)})
         points = rows.sort_values(["series", "D"]).to_dict("records")
         return {"plots": plots_, "table": table, "points": points}

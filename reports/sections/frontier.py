@@ -50,6 +50,7 @@ class Frontier(Section):
             front = pd.DataFrame(pareto(part.to_dict("records")))
             setting = f"{task}" + (f", T={T:g}, D={D:g}" if pd.notna(T) and pd.notna(D) else "")
             plots_.append({"title": f"accuracy against state size: {setting}",
+                           "name": f"{task}" + (f"-T{T:g}-D{D:g}" if pd.notna(T) and pd.notna(D) else ""),
                            "uri": plots.frontier(part, front, title=f"recall against state: {setting}", fmt=fmt)})
             on_front = set(front.run)
             for model, m in part.groupby("model"):

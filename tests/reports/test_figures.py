@@ -16,7 +16,8 @@ PNG = b"\x89PNG\r\n\x1a\n"
 def test_headline_figures_are_the_capacity_law_and_frontier_plots_as_png():
     figures = headline_figures(capacity_law(moving=0.1))
     names = [name for name, _, _ in figures]
-    assert names[:2] == ["capacity-law-1.png", "capacity-law-2.png"]
+    assert names[:2] == ["capacity-law-collapse.png", "capacity-law-retrieved.png"]
+    assert "frontier-recall-T128-D32.png" in names
     assert all(n.startswith(("capacity-law-", "frontier-")) for n in names)
     assert all(data.startswith(PNG) for _, _, data in figures)
     assert headline_figures([]) == []
@@ -51,7 +52,7 @@ def test_figures_from_a_report_are_written_into_the_folder(tmp_path):
     res = CliRunner().invoke(main, ["reproduce", "capacity-law", "--verdicts-from", str(_report(tmp_path)),
                                     "--figures", str(out)])
     assert res.exit_code == 0, res.output
-    assert (out / "capacity-law-1.png").read_bytes().startswith(PNG) and "figure   " in res.output
+    assert (out / "capacity-law-collapse.png").read_bytes().startswith(PNG) and "figure   " in res.output
 
 
 def test_a_figures_path_that_is_a_file_or_in_the_store_is_refused_before_any_work(tmp_path):
@@ -66,6 +67,6 @@ def test_a_figures_path_that_is_a_file_or_in_the_store_is_refused_before_any_wor
     res = CliRunner().invoke(main, ["reproduce", "capacity-law", "--verdicts-only", "--store", str(store),
                                     "--figures", str(store.parent / "weights")])
     assert res.exit_code == 2 and "Error: --figures" in res.output and "weights/" in res.output
-    assert not (store.parent / "weights" / "capacity-law-1.png").exists()
+    assert not (store.parent / "weights" / "capacity-law-collapse.png").exists()
     res = CliRunner().invoke(main, ["reproduce", "capacity-law", "--smoke", "--figures", str(tmp_path / "f")])
     assert res.exit_code == 2 and "--figures: not with --smoke" in res.output
