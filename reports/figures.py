@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
-from typing import Iterable
-
 import pandas as pd
 
 from evalsuite import files
@@ -16,23 +14,29 @@ from evalsuite.records import RunRecord
 from .builder import _slices, summarize
 from .sections import ReportData, sections
 
-HEADLINES = ("capacity-law", "frontier")  # the sections whose plots head a reproduction's results
+# the sections whose plots head a reproduction's results, each drawn from the runs of the experiments it heads
+HEADLINES = {"capacity-law": ("capacity-law",), "frontier": ("frontier-delta", "frontier-swa", "frontier-based")}
 
 
-def headline_figures(runs: Iterable[RunRecord], probes: pd.DataFrame | None = None) -> list[tuple[str, str, bytes]]:
-    """``(file name, title, PNG bytes)`` per plot of each headline section the runs fill, in the
-    report's order, named by what it shows so a page's links survive new runs:
-    ``capacity-law-collapse.png`` (accuracy against D / d'), ``capacity-law-retrieved.png`` (pairs
-    retrieved against d'), ``frontier-recall-T64-D16.png`` ... (accuracy against state, one per
-    setting). Empty when no run fills a headline section."""
-    runs = list(runs)
-    summary = summarize(runs)
-    data = ReportData(runs, summary, _slices(runs, {row["anchor"] for row in summary}), probes, compact=True)
+def headline_figures(runs_by_experiment: dict[str, list[RunRecord]],
+                     probes: pd.DataFrame | None = None) -> list[tuple[str, str, bytes]]:
+    """``(file name, title, PNG bytes)`` per plot of each headline section, drawn from the runs of
+    the experiments it heads (``HEADLINES``; the collapse plot from capacity-law's runs, the frontier
+    from the frontier experiments', not every recall run the store holds), in the report's order and
+    named by what it shows so a page's links survive new runs: ``capacity-law-collapse.png``
+    (accuracy against D / d'), ``capacity-law-retrieved.png`` (pairs retrieved against d'),
+    ``frontier-recall-T64-D16.png`` ... (accuracy against state, one per setting). A section whose
+    experiments are not in ``runs_by_experiment``, or have no runs, draws nothing."""
     out = []
     for section in sections():
-        if section.id not in HEADLINES or not (built := section.build(data, "png")):
+        if section.id not in HEADLINES:
             continue
-        for k, plot in enumerate(built["plots"], 1):
+        runs = list({r.run_id: r for name in HEADLINES[section.id] for r in runs_by_experiment.get(name, [])}.values())
+        if not runs:
+            continue
+        summary = summarize(runs)
+        data = ReportData(runs, summary, _slices(runs, {row["anchor"] for row in summary}), probes, compact=True)
+        for k, plot in enumerate((section.build(data, "png") or {}).get("plots", []), 1):
             header, encoded = plot["uri"].split(",", 1)
             assert header == "data:image/png;base64", header
             out.append((f"{section.id}-{plot.get('name', k)}.png", plot["title"], base64.b64decode(encoded)))

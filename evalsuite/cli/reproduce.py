@@ -114,12 +114,16 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
     click.echo(f"report   {path} ({path.stat().st_size / 2**20:.1f} MiB, {len(runs)} runs)")
     from evalsuite.reports.results_md import results_markdown
 
-    text = results_markdown(verdicts, scale=scale, command="evalsuite reproduce " + " ".join(names or ["(all)"])
-                            + f" --scale {scale}")
+    import os
+
+    shown_store = os.path.relpath(store.path) if store.path.is_relative_to(os.getcwd()) else str(store.path)
+    text = results_markdown(verdicts, scale=scale, command=" ".join(["evalsuite reproduce", *names, f"--scale {scale}",
+                                                                      f"--verdicts-only --store {shown_store}"]),
+                            source=f"the results store {shown_store}")
     for target in results_paths:
         files.write_text(target, text)
         click.echo(f"results  {target}")
-    _write_figures(figures, runs, store.probes())
+    _write_figures(figures, per_experiment, store.probes())
 
 
 def _figures_folder(folder: str | None, store_path):
@@ -140,16 +144,17 @@ def _figures_folder(folder: str | None, store_path):
     return path
 
 
-def _write_figures(folder, runs, probes) -> None:
+def _write_figures(folder, runs_by_experiment, probes) -> None:
     if folder is None:
         return
     from evalsuite.reports.figures import headline_figures, write_figures
 
-    figures = headline_figures(runs, probes)
+    figures = headline_figures(runs_by_experiment, probes)
     for path, (_, title, _) in zip(write_figures(figures, folder), figures):
         click.echo(f"figure   {path} ({title})")
     if not figures:
-        click.echo(f"figures  none written to {folder}: no run fills a headline section (capacity law, frontier)")
+        click.echo(f"figures  none written to {folder}: the experiments judged draw no headline figure (capacity-law, "
+                   "the frontier)")
 
 
 def _verdicts_from(report: str, experiments, scale: str, results_path: str | None, names, rebuild: str | None,
@@ -178,7 +183,8 @@ def _verdicts_from(report: str, experiments, scale: str, results_path: str | Non
             source=f"the runs embedded in {report}",
             command=f"evalsuite reproduce {' '.join(names)} --verdicts-from {report}".replace("  ", " ")))
         click.echo(f"results  {target}")
-    _write_figures(figures, data["runs"], data["probes"])
+    # a report does not say which experiment each run belongs to: each headline draws all it embeds
+    _write_figures(figures, {e.name: data["runs"] for e in experiments}, data["probes"])
     if rebuild:
         store = common.open_store(str(Path(rebuild).expanduser()))
         import_runs(store, data["runs"], data["probes"], experiments, scale)

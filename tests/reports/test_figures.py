@@ -14,13 +14,17 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def test_headline_figures_are_the_capacity_law_and_frontier_plots_as_png():
-    figures = headline_figures(capacity_law(moving=0.1))
+    """Each headline draws only the runs of the experiments it heads: the capacity law's runs make
+    the collapse plot, and no frontier figure without a frontier experiment's runs."""
+    runs = capacity_law(moving=0.1)
+    figures = headline_figures({"capacity-law": runs, "copy": runs})
     names = [name for name, _, _ in figures]
-    assert names[:2] == ["capacity-law-collapse.png", "capacity-law-retrieved.png"]
-    assert "frontier-recall-T128-D32.png" in names
-    assert all(n.startswith(("capacity-law-", "frontier-")) for n in names)
+    assert names == ["capacity-law-collapse.png", "capacity-law-retrieved.png"]
     assert all(data.startswith(PNG) for _, _, data in figures)
-    assert headline_figures([]) == []
+    assert [n for n, _, _ in headline_figures({"frontier-delta": runs})] == [
+        "frontier-recall-T16-D4.png", "frontier-recall-T32-D8.png", "frontier-recall-T64-D16.png",
+        "frontier-recall-T128-D32.png"]
+    assert headline_figures({}) == [] and headline_figures({"capacity-law": []}) == []
 
 
 def test_the_collapse_plot_draws_each_4x_rerun_hollow_beside_its_base_point(monkeypatch):
