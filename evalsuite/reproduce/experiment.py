@@ -55,8 +55,38 @@ class Experiment:
         data = self.specs.get(scale)
         return None if data is None else SweepSpec(name=f"reproduce-{self.name}-{scale}", **data)
 
+    def own_runs(self, runs: list[RunRecord], scale: str) -> list[RunRecord]:
+        """``runs`` less those trained below this experiment's base budget (the least
+        ``train.epochs`` of its sweep points): another experiment's shorter run of the same
+        configuration (capacity-law trains 8 epochs where delta-vs-linear trains 3; DeltaProduct's
+        first design trained 2) would otherwise become this one's base budget, since a cell takes
+        the least budget it holds as its base. So a verdict reads the same runs from its own store
+        as from a report or store that holds other experiments' runs too."""
+        base = _base_epochs(self, scale)
+        return runs if base is None else [r for r in runs if r.config["train"]["epochs"] >= base - 1e-9]
+
     def judge(self, runs: list[RunRecord], probes: pd.DataFrame, scale: str) -> Verdict:
-        return self.verdict(runs, probes, self.params[scale], Judge(self.name, self.finding, self.source))
+        return self.verdict(self.own_runs(runs, scale), probes, self.params[scale],
+                            Judge(self.name, self.finding, self.source))
+
+    def judged_cells(self, runs: list[RunRecord], scale: str) -> list[Cell]:
+        """The cells its verdict rests on (``cells``), read from its own runs (``own_runs``)."""
+        return [] if self.cells is None else self.cells(self.own_runs(runs, scale), self.params[scale])
+
+
+_BASE_EPOCHS: dict[tuple[str, str], float | None] = {}
+
+
+def _base_epochs(experiment: "Experiment", scale: str) -> float | None:
+    """The least ``train.epochs`` of the experiment's sweep points at ``scale`` (None: no sweep)."""
+    key = (experiment.name, scale)
+    if key not in _BASE_EPOCHS:
+        from evalsuite.sweep import expand
+
+        spec = experiment.spec(scale)
+        epochs = [p.config.train.epochs for p in expand(spec)] if spec is not None else []
+        _BASE_EPOCHS[key] = min(epochs) if epochs else None
+    return _BASE_EPOCHS[key]
 
 
 def register(experiment: Experiment) -> Experiment:

@@ -101,7 +101,7 @@ def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, 
             if exp.cells is None:
                 continue
             mine, why = [], []
-            for cell in exp.cells(experiment_runs(exp, scale, store), exp.params[scale]):
+            for cell in exp.judged_cells(experiment_runs(exp, scale, store), scale):
                 configs = next_configs(cell)
                 if configs:
                     mine += [Point({"seed": c.seed, "lr": c.train.lr, "epochs": c.train.epochs}, c) for c in configs]
@@ -123,17 +123,32 @@ def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, 
 
 
 def import_runs(store, runs: list[RunRecord], probes, experiments: list[Experiment], scale: str) -> None:
-    """Write ``runs`` and ``probes`` (a report's embedded data) into ``store`` as members of each
-    experiment's escalation sweep, so that ``verdicts(experiments, store)`` judges exactly these
-    runs, as ``--verdicts-from`` judges them from the report."""
+    """Write ``runs`` and ``probes`` (a report's embedded data) into ``store``, each run a member of
+    the escalation sweep of every experiment whose sweep points or cells hold it (an experiment
+    without cells takes them all), so that ``verdicts(experiments, store)`` judges what
+    ``--verdicts-from`` judges from the report, and what is drawn per experiment (the headline
+    figures) is that experiment's runs, as in the store the report was written from. A run no
+    experiment claims (an earlier design's budget, an interrupted run) joins every one, so a report
+    written from the new store still embeds every run this one did."""
+    from evalsuite.sweep import expand
+
     for r in runs:
         store.finish(r)
     if probes is not None and len(probes):
         store.add_probes(probes)
+    claims: dict[str, set[str]] = {}
     for e in experiments:
+        if e.cells is not None:
+            spec = e.spec(scale)
+            ids = {p.run_id for p in expand(spec)} if spec is not None else set()
+            claims[e.name] = ids | {r.run_id for c in e.judged_cells(runs, scale) for r in c.runs}
+    claimed = set().union(*claims.values())
+    for e in experiments:
+        member = runs if e.name not in claims else [r for r in runs if r.run_id in claims[e.name]
+                                                     or r.run_id not in claimed]
         name = escalation_name(e.name, scale)
-        sid = hashlib.sha256((name + ":imported:" + ",".join(sorted(r.run_id for r in runs))).encode()).hexdigest()[:12]
-        store.add_sweep(sid, name, {"name": name, "imported": True}, [r.run_id for r in runs])
+        sid = hashlib.sha256((name + ":imported:" + ",".join(sorted(r.run_id for r in member))).encode()).hexdigest()[:12]
+        store.add_sweep(sid, name, {"name": name, "imported": True}, [r.run_id for r in member])
 
 
 def verdicts(experiments: list[Experiment], store, scale: str = "cpu") -> list[Verdict]:

@@ -13,6 +13,23 @@ BEST = 0.003
 FLOORS = {"recall": None, "copy": 0.1, "listops": 0.13, "word_problem": 0.5, "induction": 1 / 15}
 
 
+def rebudget(runs, name: str):
+    """``runs`` (made at ``cell``'s 3 epochs, 4x at 12) at experiment ``name``'s own base budget
+    (the least epochs of its CPU sweep) and 4x it, as its store holds them: a verdict reads no run
+    below its experiment's base budget (``Experiment.own_runs``)."""
+    from evalsuite.reproduce.experiment import _base_epochs
+
+    f = _base_epochs(rep_get(name), "cpu") / 3.0
+    return [r.model_copy(update={"config": {**r.config, "train": {**r.config["train"],
+                                                                  "epochs": r.config["train"]["epochs"] * f}}})
+            for r in runs]
+
+
+def rep_get(name: str):
+    from evalsuite import reproduce as rep
+    return rep.get(name)
+
+
 def cell(model, acc, *, task="recall", d_model=64, seq_len=64, pairs=16, settled=True, long=None, gain=0.0, spread=0.0,
          fmap=None, loss=None, state=8000, analysis=None, seeds=(1, 2, 3), long_seeds=None, long_undertrained=False,
          seed_accs=None, epochs=3.0, **model_cfg):
@@ -128,8 +145,9 @@ CASES = {
                         hybrid(1 / 16, 1 / 16, 1 / 16, 1 / 16)),
     "listops-order": (two("listops", 0.36, 0.16), two("listops", 0.30, 0.36, s={"long": True}),
                       two("listops", 0.36, 0.16, l={"settled": False}), two("listops", 0.13, 0.13)),
-    "copy": (two("copy", 0.99, 0.98, l={"loss": 0.05}), two("copy", 0.99, 0.3), two("copy", 0.99, 0.3, l={"settled": False}),
-             two("copy", 0.1, 0.1)),
+    "copy": tuple(rebudget(runs, "copy") for runs in (
+        two("copy", 0.99, 0.98, l={"loss": 0.05}), two("copy", 0.99, 0.3), two("copy", 0.99, 0.3, l={"settled": False}),
+        two("copy", 0.1, 0.1))),
     "sharpness": (two("recall", 1.0, 0.99, s={"pairs": 4, "analysis": SHARP}, l={"pairs": 4, "analysis": FLAT}),
                   two("recall", 1.0, 0.99, s={"pairs": 4, "analysis": sharp(2.0, [2.0, 2.0])}, l={"pairs": 4, "analysis": FLAT}),
                   two("recall", 1.0, 0.2, s={"pairs": 4, "analysis": SHARP}, l={"pairs": 4, "analysis": FLAT, "settled": False}),
@@ -291,7 +309,7 @@ def capacity_law(soft=1.0, moving=0.0, unsettled=(), **caps):
     for label in m:
         for D in law.SCALES["cpu"]["pairs"]:
             runs += add(label, D)
-    return runs + [r for label in law.LAYERS for r in add(label, 2 * d, layers=1)]
+    return rebudget(runs + [r for label in law.LAYERS for r in add(label, 2 * d, layers=1)], "capacity-law")
 
 
 def law_label(key: str) -> str:
@@ -321,7 +339,7 @@ def mad(recall=None, memo=None, unsettled=()):
             train = {"weight_decay": 0.1, **{k.split(".", 1)[1]: v for k, v in lv["train"].items() if k != "train.epochs"}}
             for r in retask(base, f"{name}{lv['name']}", task, model):
                 runs.append(r.model_copy(update={"config": {**r.config, "train": {**r.config["train"], **train}}}))
-    return runs
+    return rebudget(runs, "mad")
 
 
 CASES["mad"] = (mad(), mad(recall={"Mamba-2": 1.0}), mad(unsettled=(("Mamba-2", "V64 T128"),)),

@@ -372,3 +372,18 @@ def test_a_cell_that_no_added_run_settles_says_so():
     assert v.status is Outcome.INCONCLUSIVE
     assert f"decides this figure ({STUCK})" in v.why and v.why.count(STUCK) == 1, v.why
     assert "(seed 2, 3 has none);" in v.why, v.why  # the cell reproduce can still settle carries no such remark
+
+
+def test_another_experiments_shorter_run_of_the_same_configuration_is_not_read():
+    """capacity-law trains 8 epochs; delta-vs-linear trains softmax at T 64, D 16 for 3. In one
+    store (or one report) those shorter runs match capacity-law's softmax cell, and a cell takes
+    the least budget it holds as its base, so they became its figure (0.991 at 3 epochs against
+    the store's 0.992 at 8). An experiment reads no run below its own base budget."""
+    from tests.reproduce.synthetic import capacity_law, cell
+
+    runs = capacity_law()
+    shorter = [r.model_copy(update={"run_id": "short" + r.run_id}) for r in
+               cell("softmax", 0.5, seq_len=64, pairs=16, d_model=64, epochs=3.0, long=False)]
+    alone, mixed = judge("capacity-law", runs), judge("capacity-law", runs + shorter)
+    assert alone.figures == mixed.figures and alone.status == mixed.status
+    assert rep.get("capacity-law").own_runs(runs + shorter, "cpu") == runs
