@@ -123,7 +123,7 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
     for target in results_paths:
         files.write_text(target, text)
         click.echo(f"results  {target}")
-    _write_figures(figures, per_experiment, store.probes())
+    _write_figures(figures, verdicts, per_experiment, store.probes())
 
 
 def _figures_folder(folder: str | None, store_path):
@@ -144,12 +144,20 @@ def _figures_folder(folder: str | None, store_path):
     return path
 
 
-def _write_figures(folder, runs_by_experiment, probes) -> None:
+def _write_figures(folder, verdicts, runs_by_experiment, probes) -> None:
+    """The headline figures of the experiments whose verdict judged its clauses (every cell it reads
+    has runs, its control learned): a figure of part of a grid would read as a finding."""
     if folder is None:
         return
-    from evalsuite.reports.figures import headline_figures, write_figures
+    from evalsuite.reports.figures import HEADLINES, headline_figures, write_figures
 
-    figures = headline_figures(runs_by_experiment, probes)
+    heads = {name for names in HEADLINES.values() for name in names}
+    complete = {v.name: runs_by_experiment.get(v.name, []) for v in verdicts if v.name in heads and v.checks}
+    waiting = [v.name for v in verdicts if v.name in heads and not v.checks]
+    if waiting:
+        click.echo(f"figures  none drawn for {', '.join(waiting)}: its verdict has judged none of its clauses yet "
+                   "(runs missing), and a figure of part of its grid would read as a finding")
+    figures = headline_figures(complete, probes)
     for path, (_, title, _) in zip(write_figures(figures, folder), figures):
         click.echo(f"figure   {path} ({title})")
     if not figures:
@@ -184,7 +192,7 @@ def _verdicts_from(report: str, experiments, scale: str, results_path: str | Non
             command=f"evalsuite reproduce {' '.join(names)} --verdicts-from {report}".replace("  ", " ")))
         click.echo(f"results  {target}")
     # a report does not say which experiment each run belongs to: each headline draws all it embeds
-    _write_figures(figures, {e.name: data["runs"] for e in experiments}, data["probes"])
+    _write_figures(figures, verdicts, {e.name: data["runs"] for e in experiments}, data["probes"])
     if rebuild:
         store = common.open_store(str(Path(rebuild).expanduser()))
         import_runs(store, data["runs"], data["probes"], experiments, scale)

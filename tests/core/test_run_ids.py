@@ -34,33 +34,34 @@ def test_pinned_run_ids(task, model, options, overrides, expected):
 
 @pytest.fixture(scope="module")
 def committed():
-    """The runs embedded in the committed CPU reproduction report."""
+    """The runs and verdicts embedded in the committed CPU reproduction report."""
     from evalsuite.reports import builder
 
-    return builder.embedded_json((Path(__file__).resolve().parents[2] / "docs" / "reproduce-cpu.html").read_text())["runs"]
+    return builder.read_embedded(Path(__file__).resolve().parents[2] / "docs" / "reproduce-cpu.html")
 
 
-# experiments whose grid gained new points since the committed reproduction was made (their new
-# points cannot be in it; the round's last issue regenerates it): name -> why
-NEW_POINTS = {"induction-extrapolation": "softmax with sinusoidal, RoPE and xPos positions (issue 25)",
-              "capacity-law": "a new experiment (issue 26)",
-              "deltaproduct-state-tracking": "a new experiment (issue 29)",
-              "mad": "a new experiment (issue 29)",
-              **{name: "re-set where the state is the bottleneck: d' by feature_dim, D = 4 d' (issue 26)"
-                 for name in ("linear-width", "delta-vs-linear", "hybrid-recovery", "jrt",
-                              "frontier-delta", "frontier-swa", "frontier-based")}}
+# experiments whose grid gained points since the committed reproduction was made (their new points
+# cannot be in it until it is regenerated): name -> why
+NEW_POINTS: dict[str, str] = {}
 
 
 def test_every_sweep_point_of_the_committed_reproduction_is_still_one_of_its_runs(committed):
-    ids = {r["run_id"] for r in committed}
+    """Every experiment the committed report judged from runs still finds each of its sweep points
+    there; one it shows as not run yet ("no finished run", with the command that runs it) has none
+    to find."""
+    ids = {r.run_id for r in committed["runs"]}
+    not_run = {v.name for v in committed["verdicts"] if v.why.startswith("no finished run")}
+    checked = 0
     for exp in reproduce.all_experiments():
         spec = exp.spec("cpu")
-        if spec is not None and exp.name not in NEW_POINTS:
+        if spec is not None and exp.name not in NEW_POINTS and exp.name not in not_run:
             missing = [p.run_id for p in expand(spec) if p.run_id not in ids]
             assert not missing, (exp.name, missing[:3])
+            checked += 1
+    assert checked >= 8, checked
 
 
 def test_stored_configurations_read_back_as_the_same_run(committed):
-    for r in committed:
-        assert run_id(r["config"]) == r["run_id"]
-        assert RunConfig.from_dict(r["config"]).run_id == r["run_id"], r["run_id"]
+    for r in committed["runs"]:
+        assert run_id(r.config) == r.run_id
+        assert RunConfig.from_dict(r.config).run_id == r.run_id, r.run_id

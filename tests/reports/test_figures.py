@@ -2,6 +2,7 @@
 frontier) as PNG files for the README, drawn from the same runs; 4x reruns drawn beside their base
 points; bad folders refused before any work."""
 import pandas as pd
+import pytest
 from click.testing import CliRunner
 
 from evalsuite import reproduce as rep
@@ -74,3 +75,21 @@ def test_a_figures_path_that_is_a_file_or_in_the_store_is_refused_before_any_wor
     assert not (store.parent / "weights" / "capacity-law-collapse.png").exists()
     res = CliRunner().invoke(main, ["reproduce", "capacity-law", "--smoke", "--figures", str(tmp_path / "f")])
     assert res.exit_code == 2 and "--figures: not with --smoke" in res.output
+
+
+@pytest.mark.parametrize("families, drawn", [(None, True), ({"delta", "softmax", "elu1"}, False)],
+                         ids=["every-family-run", "three-families-run"])
+def test_a_headline_waits_until_its_verdict_judges_its_clauses(tmp_path, families, drawn):
+    """A frontier figure from a few of its families would read as the frontier: none is drawn until
+    its verdict has judged its clauses (every cell it reads has runs), and the command says so."""
+    from tests.reproduce.synthetic import CASES
+
+    runs = [r for r in CASES["frontier-delta"][0]
+            if families is None or (r.config["model"].get("feature_map") or r.config["model"]["name"]) in families]
+    verdict = rep.get("frontier-delta").judge(runs, NO_PROBES, "cpu")
+    report = builder.write(runs, tmp_path / "r.html", verdicts=[verdict], compact=True)
+    out = tmp_path / "figs"
+    res = CliRunner().invoke(main, ["reproduce", "frontier-delta", "--verdicts-from", str(report), "--figures", str(out)])
+    assert res.exit_code == 0, res.output
+    assert bool(list(out.glob("frontier-*.png"))) is drawn
+    assert ("none drawn for frontier-delta" in res.output) is not drawn
