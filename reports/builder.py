@@ -194,7 +194,7 @@ def read_embedded(path: str | Path) -> dict:
     DataFrame, empty without probes) and ``verdicts`` (``Verdict``), as the report was built from."""
     text = Path(path).read_text()
     data = embedded_json(text)
-    return {"runs": [RunRecord.model_validate(r) for r in data["runs"]],
+    return {"runs": [RunRecord.model_validate(r) for r in data["runs"]], "members": data.get("members") or {},
             "probes": pd.DataFrame(data.get("probes") or []),
             "verdicts": [Verdict.model_validate(v) for v in data.get("verdicts") or []],
             "shown": shown_verdicts(text)}
@@ -213,7 +213,7 @@ def embedded_runs(runs: list[RunRecord], compact: bool = False,
 
 def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes: pd.DataFrame | None = None,
            plot_format: str = "png", verdicts: list[Verdict] | None = None, compact: bool = False,
-           analyses: dict[str, Iterable[str]] | None = None) -> str:
+           analyses: dict[str, Iterable[str]] | None = None, members: dict[str, list[str]] | None = None) -> str:
     """``runs``: run records. ``probes``: capacity-probe rows (``evalsuite.analysis.capacity_probe``
     output, several memories). ``verdicts``: a reproduction's verdicts (their section leads the
     report). ``compact``: for a report that is committed or mailed; each run keeps its row (status,
@@ -225,7 +225,9 @@ def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes
     is compressed (gzip, base64), and the per-head analysis tables show means per model, task,
     layer and head: a reproduction of thousands of runs stays a few MB. ``analyses``: run id -> the
     analysis keys its verdicts read (``Experiment.analyses``), all a compact report keeps of its
-    analyses (a run it does not name keeps none); None: every run keeps ``VERDICT_ANALYSES``."""
+    analyses (a run it does not name keeps none); None: every run keeps ``VERDICT_ANALYSES``.
+    ``members``: experiment name -> the ids of the runs its store judged it from (a reproduction),
+    embedded so that ``--verdicts-from`` judges each experiment from exactly those runs."""
     if plot_format not in PLOT_FORMATS:
         raise ValueError(f"plot_format must be one of {PLOT_FORMATS}, got {plot_format!r}")
     runs = list(runs)
@@ -248,7 +250,8 @@ def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes
         curves_json=_json_for_script(curves) if curves else None,
         failed=[v for v in views if v["status"] != "done"],
         sections=[{"id": s.id, "title": s.title, "template": s.template, "data": d, "leads": s.leads} for s, d in built if d],
-        raw_json=_embed({"runs": raw, "probes": None if probes is None else _clean(probes.to_dict("records")),
+        raw_json=_embed({"runs": raw, "members": members or {},
+                         "probes": None if probes is None else _clean(probes.to_dict("records")),
                          "verdicts": [v.model_dump(mode="json") for v in verdicts or []]}, compact),
         compact=compact, scalar_metrics=SCALAR_METRICS,
     )

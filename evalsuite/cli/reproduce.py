@@ -110,7 +110,8 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
         for r in per_experiment[e.name]:
             analyses.setdefault(r.run_id, set()).update(e.analyses)
     path = builder.write(runs, output, title=f"evalsuite: reproducing the literature ({scale} scale)",
-                         probes=store.probes(), verdicts=verdicts, compact=compact, analyses=analyses)
+                         probes=store.probes(), verdicts=verdicts, compact=compact, analyses=analyses,
+                         members={name: sorted(r.run_id for r in rs) for name, rs in per_experiment.items()})
     click.echo(f"report   {path} ({path.stat().st_size / 2**20:.1f} MiB, {len(runs)} runs)")
     from evalsuite.reports.results_md import results_markdown
 
@@ -179,7 +180,8 @@ def _verdicts_from(report: str, experiments, scale: str, results_path: str | Non
         raise common.BadInput(f"--rebuild-store: {rebuild} exists; give a new path (a store is never written over)")
     data = builder.read_embedded(report)
     shown = {v.name: v.status.value for v in data["verdicts"]} or data["shown"]
-    verdicts = [e.judge(data["runs"], data["probes"], scale) for e in experiments]
+    runs_of = {e.name: _members(data, e.name) for e in experiments}
+    verdicts = [e.judge(runs_of[e.name], data["probes"], scale) for e in experiments]
     width = max(len(v.name) for v in verdicts) + 1
     for v in verdicts:
         was = shown.get(v.name)
@@ -192,12 +194,20 @@ def _verdicts_from(report: str, experiments, scale: str, results_path: str | Non
             command=f"evalsuite reproduce {' '.join(names)} --verdicts-from {report}".replace("  ", " ")))
         click.echo(f"results  {target}")
     # a report does not say which experiment each run belongs to: each headline draws all it embeds
-    _write_figures(figures, verdicts, {e.name: data["runs"] for e in experiments}, data["probes"])
+    _write_figures(figures, verdicts, runs_of, data["probes"])
     if rebuild:
         store = common.open_store(str(Path(rebuild).expanduser()))
-        import_runs(store, data["runs"], data["probes"], experiments, scale)
+        import_runs(store, data["runs"], data["probes"], experiments, scale, members=data["members"])
         click.echo(f"store    {store.path} ({len(data['runs'])} runs from {report}; judge them with "
                    f"`evalsuite reproduce {' '.join(names)} --verdicts-only --store {store.path}`)".replace("  --", " --"))
+
+
+def _members(data: dict, name: str) -> list:
+    """The runs a report's store judged experiment ``name`` from (the report embeds them); every
+    run the report holds where it does not say (a report written before it did, or not by
+    ``reproduce``)."""
+    ids = data["members"].get(name)
+    return data["runs"] if ids is None else [r for r in data["runs"] if r.run_id in set(ids)]
 
 
 def _smoke(experiments, scale: str, store_path, output, compact: bool, **executor) -> None:

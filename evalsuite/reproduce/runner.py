@@ -122,27 +122,32 @@ def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, 
     return not over()
 
 
-def import_runs(store, runs: list[RunRecord], probes, experiments: list[Experiment], scale: str) -> None:
+def import_runs(store, runs: list[RunRecord], probes, experiments: list[Experiment], scale: str,
+                members: dict[str, list[str]] | None = None) -> None:
     """Write ``runs`` and ``probes`` (a report's embedded data) into ``store``, each run a member of
     the escalation sweep of every experiment whose sweep points or cells hold it (an experiment
     without cells takes them all), so that ``verdicts(experiments, store)`` judges what
     ``--verdicts-from`` judges from the report, and what is drawn per experiment (the headline
     figures) is that experiment's runs, as in the store the report was written from. A run no
     experiment claims (an earlier design's budget, an interrupted run) joins every one, so a report
-    written from the new store still embeds every run this one did."""
+    written from the new store still embeds every run this one did. ``members`` (experiment ->
+    run ids, as a reproduction report embeds them) says it exactly where given (then a run it
+    names for no experiment joins none)."""
     from evalsuite.sweep import expand
 
     for r in runs:
         store.finish(r)
     if probes is not None and len(probes):
         store.add_probes(probes)
-    claims: dict[str, set[str]] = {}
+    members = members or {}
+    claims: dict[str, set[str]] = {e.name: set(members[e.name]) for e in experiments if e.name in members}
     for e in experiments:
-        if e.cells is not None:
+        if e.cells is not None and e.name not in claims:
             spec = e.spec(scale)
             ids = {p.run_id for p in expand(spec)} if spec is not None else set()
             claims[e.name] = ids | {r.run_id for c in e.judged_cells(runs, scale) for r in c.runs}
-    claimed = set().union(*claims.values())
+    # a run no experiment claims joins every one, unless the report said exactly whose each run is
+    claimed = set().union(*claims.values()) if not members else {r.run_id for r in runs}
     for e in experiments:
         member = runs if e.name not in claims else [r for r in runs if r.run_id in claims[e.name]
                                                      or r.run_id not in claimed]

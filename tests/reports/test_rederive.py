@@ -23,7 +23,8 @@ def test_a_compact_report_rederives_its_verdicts(tmp_path, name):
 @pytest.mark.parametrize("path, names, shows", [
     ("subset-25/reproduce-subset.html", {"softmax-mqar", "copy"}, "3 of 3 seeds learned"),
     ("induction-25/reproduce-induction.html", {"induction-extrapolation"}, "3 of 3 seeds learned"),
-    ("capacity-law-26/reproduce-capacity-law.html", {"capacity-law"}, "softmax (control) at 0.95 or above at every D: yes")])
+    ("capacity-law-26/reproduce-capacity-law.html", {"capacity-law"}, "softmax (control) at 0.95 or above at every D: yes"),
+    ("reproduce-cpu.html", {e.name for e in rep.all_experiments()}, "")])  # every experiment, each by its own runs
 def test_the_committed_subset_report_rederives_its_verdicts(repo_root, path, names, shows):
     """docs/subset-25/reproduce-subset.html (softmax-mqar and copy under the evidence method) and
     docs/induction-25 (the first run with positional encodings), real runs: judging the runs each
@@ -31,7 +32,9 @@ def test_the_committed_subset_report_rederives_its_verdicts(repo_root, path, nam
     data = builder.read_embedded(repo_root / "docs" / path)
     assert {v.name for v in data["verdicts"]} == names
     for shown in data["verdicts"]:
-        again = rep.get(shown.name).judge(data["runs"], data["probes"], "cpu")
+        ids = data["members"].get(shown.name)  # the runs its store judged it from, where the report says
+        runs = data["runs"] if ids is None else [r for r in data["runs"] if r.run_id in set(ids)]
+        again = rep.get(shown.name).judge(runs, data["probes"], "cpu")
         assert again.status == shown.status and again.figures == shown.figures and again.why == shown.why
         assert all(len(f) for f in again.figures) and shows in " ".join(again.figures) + again.why
 
@@ -83,3 +86,30 @@ def test_the_committed_subset_rebuilt_as_a_store_gives_its_verdicts(repo_root, t
     again = CliRunner().invoke(main, ["reproduce", *shown, "--verdicts-only", "--store", str(store)])
     assert again.exit_code == 0, again.output
     assert _judged(again.output, set(shown)) == shown
+
+
+def test_a_reproduction_report_rederives_each_experiment_from_its_own_runs(tmp_path):
+    """One store holds several experiments; a cell's filter can match another experiment's runs of
+    a configuration it does not pin (sharpness's elu+1 at D = 4 matched linear-width's feature_dim 4
+    runs, which carry no sharpness analysis: re-derived, it read "inconclusive" where its store read
+    "reproduced"). The report embeds which runs each experiment was judged from, and
+    `--verdicts-from` and a rebuilt store judge each from exactly those."""
+    from click.testing import CliRunner
+
+    from evalsuite.cli import main
+    from tests.reproduce.synthetic import retask
+
+    good = CASES["sharpness"][0]
+    intruder = [r.model_copy(update={"run_id": "x" + r.run_id, "metrics": {**r.metrics, "analysis": {}}})
+                for r in retask(good, "other", model={"feature_dim": 4})]
+    shown = rep.get("sharpness").judge(good, NO_PROBES, "cpu")
+    assert rep.get("sharpness").judge(good + intruder, NO_PROBES, "cpu").status != shown.status  # the trap
+    report = builder.write(good + intruder, tmp_path / "r.html", verdicts=[shown], compact=True,
+                           members={"sharpness": [r.run_id for r in good]})
+    res = CliRunner().invoke(main, ["reproduce", "sharpness", "--verdicts-from", str(report)])
+    assert res.exit_code == 0 and _judged(res.output, {"sharpness"}) == {"sharpness": shown.status.value}, res.output
+    store = tmp_path / "s" / "evalsuite.db"
+    assert CliRunner().invoke(main, ["reproduce", "sharpness", "--verdicts-from", str(report),
+                                     "--rebuild-store", str(store)]).exit_code == 0
+    again = CliRunner().invoke(main, ["reproduce", "sharpness", "--verdicts-only", "--store", str(store)])
+    assert _judged(again.output, {"sharpness"}) == {"sharpness": shown.status.value}, again.output
