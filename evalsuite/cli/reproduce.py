@@ -193,7 +193,6 @@ def _verdicts_from(report: str, experiments, scale: str, results_path: str | Non
             source=f"the runs embedded in {report}",
             command=f"evalsuite reproduce {' '.join(names)} --verdicts-from {report}".replace("  ", " ")))
         click.echo(f"results  {target}")
-    # a report does not say which experiment each run belongs to: each headline draws all it embeds
     _write_figures(figures, verdicts, runs_of, data["probes"])
     if rebuild:
         store = common.open_store(str(Path(rebuild).expanduser()))
@@ -207,7 +206,10 @@ def _members(data: dict, name: str) -> list:
     run the report holds where it does not say (a report written before it did, or not by
     ``reproduce``)."""
     ids = data["members"].get(name)
-    return data["runs"] if ids is None else [r for r in data["runs"] if r.run_id in set(ids)]
+    if ids is None:
+        return data["runs"]
+    ids = set(ids)
+    return [r for r in data["runs"] if r.run_id in ids]
 
 
 def _smoke(experiments, scale: str, store_path, output, compact: bool, **executor) -> None:

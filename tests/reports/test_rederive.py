@@ -33,7 +33,8 @@ def test_the_committed_subset_report_rederives_its_verdicts(repo_root, path, nam
     assert {v.name for v in data["verdicts"]} == names
     for shown in data["verdicts"]:
         ids = data["members"].get(shown.name)  # the runs its store judged it from, where the report says
-        runs = data["runs"] if ids is None else [r for r in data["runs"] if r.run_id in set(ids)]
+        ids = None if ids is None else set(ids)
+        runs = data["runs"] if ids is None else [r for r in data["runs"] if r.run_id in ids]
         again = rep.get(shown.name).judge(runs, data["probes"], "cpu")
         assert again.status == shown.status and again.figures == shown.figures and again.why == shown.why
         assert all(len(f) for f in again.figures) and shows in " ".join(again.figures) + again.why
