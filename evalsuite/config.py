@@ -175,7 +175,8 @@ class RunConfig:
 
     def replace(self, *, lr: float | None = None, epochs: float | None = None, seed: int | None = None,
                 warmup_steps: int | None = None) -> "RunConfig":
-        """The same run at another rate, budget, warm-up or seed (what ``reproduce`` escalates to)."""
+        """The same run at another rate, budget, warm-up or seed (what ``reproduce`` escalates to;
+        ``setting_key`` is what it keeps)."""
         train = {**self.train.model_dump(), **({"lr": lr} if lr is not None else {}),
                  **({"epochs": float(epochs)} if epochs is not None else {}),
                  **({"warmup_steps": warmup_steps} if warmup_steps is not None else {})}
@@ -198,6 +199,20 @@ class RunConfig:
 
 def canonical_json(config: dict) -> str:
     return json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+
+
+# what ``RunConfig.replace`` changes: the runs of one sweep point at every seed, rate and budget
+ESCALATED = (("seed",), ("train", "lr"), ("train", "epochs"), ("train", "warmup_steps"))
+
+
+def setting_key(config: dict) -> str:
+    """A stored configuration less what escalation changes (``ESCALATED``): equal for a sweep
+    point's runs at every seed, rate, budget and warm-up, and for nothing else. Stored dicts are
+    canonical (a late field at its default is left out), so no parsing is needed."""
+    out = {**config, "train": dict(config.get("train") or {})}
+    for path in ESCALATED:
+        (out if len(path) == 1 else out["train"]).pop(path[-1], None)
+    return canonical_json(out)
 
 
 def run_id(config: dict) -> str:

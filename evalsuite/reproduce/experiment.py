@@ -12,6 +12,7 @@ from typing import Callable
 
 import pandas as pd
 
+from evalsuite.config import setting_key
 from evalsuite.records import RunRecord, Verdict
 from evalsuite.registry import Registry
 
@@ -56,14 +57,23 @@ class Experiment:
         return None if data is None else SweepSpec(name=f"reproduce-{self.name}-{scale}", **data)
 
     def own_runs(self, runs: list[RunRecord], scale: str) -> list[RunRecord]:
-        """``runs`` less those trained below this experiment's base budget (the least
-        ``train.epochs`` of its sweep points): another experiment's shorter run of the same
-        configuration (capacity-law trains 8 epochs where delta-vs-linear trains 3; DeltaProduct's
-        first design trained 2) would otherwise become this one's base budget, since a cell takes
-        the least budget it holds as its base. So a verdict reads the same runs from its own store
-        as from a report or store that holds other experiments' runs too."""
-        base = _base_epochs(self, scale)
+        """``runs`` less those trained below its base budget (the least ``train.epochs`` of its
+        sweep points): another experiment's shorter run of the same configuration (capacity-law trains 8 epochs where delta-vs-linear trains 3;
+        DeltaProduct's first design trained 2) would otherwise become this one's base budget, since
+        a cell takes the least budget it holds as its base. So a verdict reads the same runs from its
+        own store as from a report or store that holds other experiments' runs too."""
+        base = _sweep(self, scale)[0]
         return runs if base is None else [r for r in runs if r.config["train"]["epochs"] >= base - 1e-9]
+
+    def of_points(self, runs: list[RunRecord], scale: str) -> list[RunRecord]:
+        """The runs of its sweep's points at any seed, rate, budget and warm-up (what its
+        escalation adds; ``config.setting_key``): a run another experiment's sweep trained on
+        another configuration is not this experiment's, whichever sweep of the store lists it
+        (a store merged before reports said whose each run is gave every run to every experiment).
+        All of ``runs`` where it has no sweep. What a store or report hands ``judge`` (whose
+        synthetic run sets in the tests carry only the keys their cells read)."""
+        keys = _sweep(self, scale)[1]
+        return runs if keys is None else [r for r in runs if setting_key(r.config) in keys]
 
     def judge(self, runs: list[RunRecord], probes: pd.DataFrame, scale: str) -> Verdict:
         return self.verdict(self.own_runs(runs, scale), probes, self.params[scale],
@@ -74,19 +84,21 @@ class Experiment:
         return [] if self.cells is None else self.cells(self.own_runs(runs, scale), self.params[scale])
 
 
-_BASE_EPOCHS: dict[tuple[str, str], float | None] = {}
+_SWEEPS: dict[tuple[str, str], tuple[float | None, frozenset[str] | None]] = {}
 
 
-def _base_epochs(experiment: "Experiment", scale: str) -> float | None:
-    """The least ``train.epochs`` of the experiment's sweep points at ``scale`` (None: no sweep)."""
+def _sweep(experiment: "Experiment", scale: str) -> tuple[float | None, frozenset[str] | None]:
+    """The least ``train.epochs`` of the experiment's sweep points at ``scale`` and the points'
+    ``setting_key``s (None, None: no sweep)."""
     key = (experiment.name, scale)
-    if key not in _BASE_EPOCHS:
+    if key not in _SWEEPS:
         from evalsuite.sweep import expand
 
         spec = experiment.spec(scale)
-        epochs = [p.config.train.epochs for p in expand(spec)] if spec is not None else []
-        _BASE_EPOCHS[key] = min(epochs) if epochs else None
-    return _BASE_EPOCHS[key]
+        points = expand(spec) if spec is not None else []
+        _SWEEPS[key] = ((min(p.config.train.epochs for p in points), frozenset(setting_key(p.config.as_dict()) for p in points))
+                        if points else (None, None))
+    return _SWEEPS[key]
 
 
 def register(experiment: Experiment) -> Experiment:

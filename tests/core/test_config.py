@@ -46,6 +46,17 @@ def test_a_stored_config_reads_back_as_the_same_run():
     assert (moved.train.lr, moved.seed, moved.train.epochs) == (0.01, 2, 4.0) and moved.run_id != config.run_id
 
 
+def test_a_setting_is_a_configuration_at_every_seed_rate_and_budget():
+    """``setting_key``: what escalation (``replace``) changes is all it leaves out, so a 4x rerun on
+    another seed is the same setting and a run one width or one pair count away is not."""
+    a = resolve("recall", "linear")
+    key = cfg.setting_key(a.as_dict())
+    assert cfg.setting_key(a.replace(lr=0.01, seed=3, epochs=12, warmup_steps=40).as_dict()) == key
+    for other in (["model.d_model=32"], ["num_kv_pairs=4"], ["train.batch_size=32"], ["train.weight_decay=0.0"]):
+        assert cfg.setting_key(resolve("recall", "linear", overrides=other).as_dict()) != key, other
+    assert cfg.setting_key(resolve("recall", "softmax").as_dict()) != key
+
+
 @pytest.mark.parametrize("kwargs, message", [
     (dict(task="recal", model="linear"), r"--task: unknown task 'recal'. Did you mean 'recall'"),
     (dict(task="recall", model="linaer"), r"--model: unknown model 'linaer'. Did you mean 'linear'"),

@@ -17,9 +17,9 @@ def rebudget(runs, name: str):
     """``runs`` (made at ``cell``'s 3 epochs, 4x at 12) at experiment ``name``'s own base budget
     (the least epochs of its CPU sweep) and 4x it, as its store holds them: a verdict reads no run
     below its experiment's base budget (``Experiment.own_runs``)."""
-    from evalsuite.reproduce.experiment import _base_epochs
+    from evalsuite.reproduce.experiment import _sweep
 
-    f = _base_epochs(rep_get(name), "cpu") / 3.0
+    f = _sweep(rep_get(name), "cpu")[0] / 3.0
     return [r.model_copy(update={"config": {**r.config, "train": {**r.config["train"],
                                                                   "epochs": r.config["train"]["epochs"] * f}}})
             for r in runs]
