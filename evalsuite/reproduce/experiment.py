@@ -58,10 +58,11 @@ class Experiment:
 
     def own_runs(self, runs: list[RunRecord], scale: str) -> list[RunRecord]:
         """``runs`` less those trained below its base budget (the least ``train.epochs`` of its
-        sweep points): another experiment's shorter run of the same configuration (capacity-law trains 8 epochs where delta-vs-linear trains 3;
-        DeltaProduct's first design trained 2) would otherwise become this one's base budget, since
-        a cell takes the least budget it holds as its base. So a verdict reads the same runs from its
-        own store as from a report or store that holds other experiments' runs too."""
+        sweep points): another experiment's shorter run of the same configuration (capacity-law
+        trains 8 epochs where delta-vs-linear trains 3; DeltaProduct's first design trained 2) would
+        otherwise become this one's base budget, since a cell takes the least budget it holds as its
+        base. So a verdict reads the same runs from its own store as from a report or store that
+        holds other experiments' runs too."""
         base = _sweep(self, scale)[0]
         return runs if base is None else [r for r in runs if r.config["train"]["epochs"] >= base - 1e-9]
 
@@ -70,8 +71,9 @@ class Experiment:
         escalation adds; ``config.setting_key``): a run another experiment's sweep trained on
         another configuration is not this experiment's, whichever sweep of the store lists it
         (a store merged before reports said whose each run is gave every run to every experiment).
-        All of ``runs`` where it has no sweep. What a store or report hands ``judge`` (whose
-        synthetic run sets in the tests carry only the keys their cells read)."""
+        All of ``runs`` where it has no sweep. Read where a report does not say whose each run is,
+        and by the checks of a published report's membership; not inside ``judge``, whose synthetic
+        run sets (the verdict tests) carry only the keys their cells read."""
         keys = _sweep(self, scale)[1]
         return runs if keys is None else [r for r in runs if setting_key(r.config) in keys]
 
@@ -96,8 +98,8 @@ def _sweep(experiment: "Experiment", scale: str) -> tuple[float | None, frozense
 
         spec = experiment.spec(scale)
         points = expand(spec) if spec is not None else []
-        _SWEEPS[key] = ((min(p.config.train.epochs for p in points), frozenset(setting_key(p.config.as_dict()) for p in points))
-                        if points else (None, None))
+        _SWEEPS[key] = ((min(p.config.train.epochs for p in points),
+                         frozenset(setting_key(p.config.as_dict()) for p in points)) if points else (None, None))
     return _SWEEPS[key]
 
 
