@@ -133,7 +133,16 @@ def _row(memory, feature_map, options, d_key, S, acc, loss, trained, setting, st
     name = memory_label(memory, feature_map, options)
     return {"memory": name, "kind": memory, "feature_map": feature_map if memory == "linear" else None,
             "d_key": d_key, "pairs": S, "accuracy": acc, "loss": loss, "trained": trained, "setting": setting,
-            "state_floats": state, **extra}
+            "state_floats": state, "feature_dim": memory_feature_dim(memory, d_key, feature_map, options), **extra}
+
+
+def memory_feature_dim(memory: str, d_key: int, feature_map=None, feature_map_options=None) -> int | None:
+    """d' of a probe's memory, from the memory itself: a linear memory's feature map output size
+    (elu+1: d_key; DPFP: 2 nu d_key; Performer: 2 x its random features), the delta rule's key
+    size; None for softmax, which keeps every pair."""
+    if memory == "linear":
+        return feature_maps.get(feature_map or "elu1", d_key, **(feature_map_options or {})).out_dim
+    return d_key if memory == "delta" else None
 
 
 class SchlagProbe(nn.Module):
@@ -295,11 +304,53 @@ def capacity_probe(memory: str = "linear", feature_map=None, d_key: int = 16, pa
 
 
 def probe_feature_dim(memory: str, d_key: int) -> int | None:
-    """d': the feature dimension a probe's linear memory holds pairs in (elu+1: d_key; DPFP:
-    2 nu d_key); None for softmax, which keeps every pair."""
+    """d': the feature dimension a probe's memory holds pairs in, read from its label, for rows
+    stored before they carried ``feature_dim`` (elu+1, DPFP: 2 nu d_key; the delta rule: d_key);
+    None for softmax, which keeps every pair. Rows that carry it: ``probe_capacities``."""
     if memory.startswith("linear/dpfp(nu="):
         return 2 * int(memory.split("nu=")[1].rstrip(")")) * d_key
-    return d_key if memory.startswith("linear/") else None
+    return d_key if memory.startswith("linear/") or memory == "delta" else None
+
+
+def probe_curves(probes: pd.DataFrame, d_key: int) -> dict[str, pd.DataFrame]:
+    """Per memory, one row per S from the longest step budget probed: accuracy averaged over the
+    seeds at that budget, ``seeds``, ``ran_out`` (some seed used every step: it may still have
+    been learning) and ``base_steps`` (the memory's first budget). Only trained, setting-1 probes
+    of the paper's variant at ``d_key``: other d_key or variants are never pooled in."""
+    if probes is None or probes.empty or "d_key" not in probes:
+        return {}
+    rows = probes[(probes.trained == True) & (probes.setting == 1) & (probes.d_key == d_key)]  # noqa: E712
+    if "variant" in rows:
+        rows = rows[rows.variant.fillna("schlag") == "schlag"]
+    if rows.empty:
+        return {}
+    rows = rows.assign(max_steps=rows.get("max_steps", pd.Series(0, index=rows.index)).fillna(0),
+                       steps=rows.get("steps", pd.Series(0, index=rows.index)).fillna(0),
+                       seed=rows.get("seed", pd.Series(0, index=rows.index)).fillna(0))
+    rows = rows.assign(ran_out=rows.steps >= rows.max_steps, base_steps=rows.groupby("memory").max_steps.transform("min"))
+    grouped = rows.groupby(["memory", "pairs", "max_steps"]).agg(
+        accuracy=("accuracy", "mean"), seeds=("seed", "nunique"), ran_out=("ran_out", "any"),
+        base_steps=("base_steps", "first")).reset_index()
+    grouped = grouped.sort_values("max_steps").drop_duplicates(["memory", "pairs"], keep="last")
+    return {m: df.sort_values("pairs") for m, df in grouped.groupby("memory")}
+
+
+def probe_capacities(probes: pd.DataFrame | None) -> dict[tuple[str, int], float]:
+    """(memory, d') -> pairs retrieved past d' in the trained probe (``retrieved`` of the curve
+    ``probe_curves`` reads at each d_key: the longest step budget, mean over its seeds), for
+    every memory with a d' whose grid reaches past it. d' is the row's ``feature_dim`` where
+    stored, else ``probe_feature_dim`` of its label."""
+    if probes is None or probes.empty or "d_key" not in probes:
+        return {}
+    out = {}
+    for d_key in sorted({int(k) for k in probes.d_key.dropna()}):
+        rows = probes[probes.d_key == d_key]
+        for memory, curve in probe_curves(probes, d_key).items():
+            stored = rows[rows.memory == memory].get("feature_dim", pd.Series(dtype=float)).dropna()
+            d = int(stored.iloc[0]) if len(stored) else probe_feature_dim(memory, d_key)
+            if d is not None and (got := retrieved(curve, d)) is not None:
+                out[memory, d] = got
+    return out
 
 
 def retrieved(curve: pd.DataFrame, d: int) -> float | None:

@@ -180,7 +180,7 @@ def _verdicts_from(report: str, experiments, scale: str, results_path: str | Non
         raise common.BadInput(f"--rebuild-store: {rebuild} exists; give a new path (a store is never written over)")
     data = builder.read_embedded(report)
     shown = {v.name: v.status.value for v in data["verdicts"]} or data["shown"]
-    runs_of = {e.name: _members(data, e, scale) for e in experiments}
+    runs_of = {e.name: _members(data, e.name) for e in experiments}
     verdicts = [e.judge(runs_of[e.name], data["probes"], scale) for e in experiments]
     width = max(len(v.name) for v in verdicts) + 1
     for v in verdicts:
@@ -201,13 +201,13 @@ def _verdicts_from(report: str, experiments, scale: str, results_path: str | Non
                    f"`evalsuite reproduce {' '.join(names)} --verdicts-only --store {store.path}`)".replace("  --", " --"))
 
 
-def _members(data: dict, experiment, scale: str) -> list:
-    """The runs a report's store judged ``experiment`` from (the report embeds them); where
-    it does not say (a report written before it did, or not by ``reproduce``), every run it holds
-    of the experiment's sweep points (``Experiment.of_points``)."""
-    ids = data["members"].get(experiment.name)
+def _members(data: dict, name: str) -> list:
+    """The runs a report's store judged experiment ``name`` from (the report embeds them); every
+    run the report holds where it does not say (a report written before it did, or not by
+    ``reproduce``)."""
+    ids = data["members"].get(name)
     if ids is None:
-        return experiment.of_points(data["runs"], scale)
+        return data["runs"]
     ids = set(ids)
     return [r for r in data["runs"] if r.run_id in ids]
 

@@ -1,10 +1,12 @@
 """Trained capacity probes (Schlag et al. 2021, section 6.1, setting 1) as an experiment runs them:
-the curves its verdict reads (``probe_curves``), what a knee still needs before it can be cited
-(``knee_unsettled``), and the runner that probes, then adds seeds and steps until it is settled."""
+what a knee still needs before it can be cited (``knee_unsettled``), and the runner that probes,
+then adds seeds and steps until it is settled. The curves a verdict reads are
+``analysis.capacity.probe_curves`` (the report reads them too)."""
 from __future__ import annotations
 
 import pandas as pd
 
+from evalsuite.analysis.capacity import probe_curves
 from evalsuite.labels import memory_label
 from evalsuite.records import TARGET_ACCURACY
 
@@ -12,29 +14,6 @@ from .cells import BUDGET_FACTOR
 
 PROBE_STEPS = 4000  # the paper trains up to 100,000 steps; 4,000 at CPU scale (the knee is read from held-out loss and accuracy)
 MAX_PROBE_ROUNDS = 4
-
-
-def probe_curves(probes: pd.DataFrame, d_key: int) -> dict[str, pd.DataFrame]:
-    """Per memory, one row per S from the longest step budget probed: accuracy averaged over the
-    seeds at that budget, ``seeds``, ``ran_out`` (some seed used every step: it may still have
-    been learning) and ``base_steps`` (the memory's first budget). Only trained, setting-1 probes
-    of the paper's variant at ``d_key``: other d_key or variants are never pooled in."""
-    if probes is None or probes.empty or "d_key" not in probes:
-        return {}
-    rows = probes[(probes.trained == True) & (probes.setting == 1) & (probes.d_key == d_key)]  # noqa: E712
-    if "variant" in rows:
-        rows = rows[rows.variant.fillna("schlag") == "schlag"]
-    if rows.empty:
-        return {}
-    rows = rows.assign(max_steps=rows.get("max_steps", pd.Series(0, index=rows.index)).fillna(0),
-                       steps=rows.get("steps", pd.Series(0, index=rows.index)).fillna(0),
-                       seed=rows.get("seed", pd.Series(0, index=rows.index)).fillna(0))
-    rows = rows.assign(ran_out=rows.steps >= rows.max_steps, base_steps=rows.groupby("memory").max_steps.transform("min"))
-    grouped = rows.groupby(["memory", "pairs", "max_steps"]).agg(
-        accuracy=("accuracy", "mean"), seeds=("seed", "nunique"), ran_out=("ran_out", "any"),
-        base_steps=("base_steps", "first")).reset_index()
-    grouped = grouped.sort_values("max_steps").drop_duplicates(["memory", "pairs"], keep="last")
-    return {m: df.sort_values("pairs") for m, df in grouped.groupby("memory")}
 
 
 def knee_unsettled(curve: pd.DataFrame, threshold: float = TARGET_ACCURACY) -> tuple[str, list[int]] | None:

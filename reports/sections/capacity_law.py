@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from evalsuite.analysis.capacity import probe_feature_dim, retrieved
+from evalsuite.analysis.capacity import probe_capacities
 from evalsuite.reports import plots
 
 from . import ReportData, Section
@@ -45,7 +45,7 @@ class CapacityLaw(Section):
         rows["pairs_retrieved"] = rows.accuracy * rows.D
         past = rows[rows.D > rows.d_prime]
         plateau = past.groupby(["series", "model", "d_prime"]).pairs_retrieved.mean().rename("retrieved").reset_index()
-        probe = _probe_capacity(data.probes)
+        probe = probe_capacities(data.probes)
         table = []
         for r in plateau.itertuples():
             p = probe.get((r.model, int(r.d_prime)))
@@ -59,19 +59,3 @@ class CapacityLaw(Section):
                            "uri": plots.retrieved_against_d(plateau, title="pairs retrieved against d'", fmt=fmt)})
         points = rows.sort_values(["series", "D"]).to_dict("records")
         return {"plots": plots_, "table": table, "points": points}
-
-
-def _probe_capacity(probes: pd.DataFrame | None) -> dict[tuple[str, int], float]:
-    """(memory label, d') -> pairs retrieved past d' in the trained probe (mean over seeds)."""
-    if probes is None or probes.empty or "trained" not in probes:
-        return {}
-    out = {}
-    trained = probes[probes.trained.astype(bool)]
-    for (memory, d_key), part in trained.groupby(["memory", "d_key"]):
-        d = probe_feature_dim(memory, int(d_key))
-        if d is None:
-            continue
-        curve = part.groupby("pairs").accuracy.mean().reset_index()
-        if (got := retrieved(curve, d)) is not None:
-            out[memory, d] = got
-    return out

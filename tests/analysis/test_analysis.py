@@ -282,3 +282,38 @@ def test_a_probe_given_more_steps_is_not_stopped_by_patience_before_them():
     row = schlag_probe("linear", 4, [24], feature_map="elu1", steps=1200, min_steps=1200, batch_size=4,
                        test_sequences=4).iloc[0]
     assert row.steps == 1200 or row.loss <= 0.001
+
+
+def test_a_probe_memorys_d_prime_is_its_feature_maps_output_size():
+    """d' of each probe memory, from the map's own out_dim: elu+1 d_key, DPFP 2 nu d_key, Performer
+    2 x its random features, the delta rule d_key, softmax none; and a probe row carries it."""
+    from evalsuite.analysis.capacity import capacity_probe, memory_feature_dim
+
+    assert memory_feature_dim("linear", 8, "elu1") == 8 and memory_feature_dim("linear", 4, "dpfp", {"nu": 1}) == 8
+    assert memory_feature_dim("linear", 8, "dpfp", {"nu": 3}) == 48
+    assert memory_feature_dim("linear", 8, "performer", {"n_features": 4}) == 8
+    assert memory_feature_dim("delta", 8) == 8 and memory_feature_dim("softmax", 8) is None
+    rows = capacity_probe("linear", "performer", d_key=8, pairs=[4], trained=True, steps=100,
+                          feature_map_options={"n_features": 8})
+    assert rows.feature_dim.tolist() == [16]
+
+
+def test_probe_capacities_read_the_longest_budget_at_each_rows_d_prime():
+    """``probe_capacities``: pairs retrieved past d' from the curve at the longest step budget (a
+    4x-steps rerun replaces the first), keyed by the stored d' (a Performer row at d_key 8 with 16
+    features is d' 16, which its label alone would not say); old rows without ``feature_dim`` read
+    d' from the label."""
+    import pandas as pd
+
+    from evalsuite.analysis.capacity import probe_capacities
+
+    def rows(memory, d_key, accs, steps, feature_dim=None):
+        return [{"memory": memory, "d_key": d_key, "pairs": s, "accuracy": a, "trained": True, "setting": 1,
+                 "variant": "schlag", "seed": seed, "steps": steps, "max_steps": steps,
+                 **({"feature_dim": feature_dim} if feature_dim else {})} for s, a in accs.items() for seed in (0, 1)]
+
+    probes = pd.DataFrame(rows("linear/elu1", 8, {4: 1.0, 16: 0.25, 32: 0.125}, 4000)
+                          + rows("linear/elu1", 8, {4: 1.0, 16: 0.5, 32: 0.25}, 16000)
+                          + rows("linear/performer(n_features=8)", 8, {8: 1.0, 32: 0.5}, 4000, feature_dim=16))
+    got = probe_capacities(probes)
+    assert got == {("linear/elu1", 8): 8.0, ("linear/performer(n_features=8)", 16): 16.0}

@@ -262,6 +262,45 @@ def test_capacity_law_reads_d_prime_from_the_model_and_reports_layers():
     assert "Performer, d'/2 features (d' = 8)" in text and "with 1 mixer layer" in text
 
 
+def test_capacity_law_sets_each_maps_probe_at_the_d_prime_of_its_trained_models():
+    """The probe calls capacity-law adds: each map's probe memory has the d' that its trained model
+    reports (``models.key_features`` of the sweep's configuration: an independent reading of d'),
+    with S from d'/2 to 4 d'."""
+    from evalsuite import models
+    from evalsuite.analysis.capacity import memory_feature_dim
+    from evalsuite.reproduce.cells import get
+    from evalsuite.reproduce.experiments import capacity_law as law
+    from evalsuite.sweep import expand
+
+    for scale, sc in law.SCALES.items():
+        d = sc["d_prime"]
+        keys = [k for k in law.maps(d).values() if k["model"] != "softmax"]
+        calls = law.probe_calls(d)
+        assert len(calls) == len(keys) == 5
+        configs = [pt.config.as_dict() for pt in expand(rep.get("capacity-law").spec(scale))]
+        for k, call in zip(keys, calls):
+            where = {key.replace("__", "."): v for key, v in law._where(k, sc["pairs"][0]).items()}
+            point = next(c for c in configs if all(get(c, key) == v for key, v in where.items()))
+            trained = models.key_features(point["model"])
+            probed = memory_feature_dim(call["memory"], call["d_key"], call.get("feature_map"), call.get("feature_map_options"))
+            assert probed == trained, (scale, k)
+            assert min(call["pairs"]) == trained // 2 and max(call["pairs"]) == 4 * trained
+
+
+def test_capacity_law_shows_the_probe_beside_the_trained_models_where_probed():
+    """With probes at each map's d' (synthetic: elu+1 and the delta rule retrieve 8 pairs in the
+    probe), the verdict reports trained / probe per map; without them, no such line."""
+    from tests.reproduce.synthetic import capacity_law, probes
+
+    rows = probes({"linear/elu1": 8, "delta": 8}, grid=(4, 6, 8, 12, 16, 24, 32))
+    rows["d_key"], rows["feature_dim"] = 8, 8
+    line = [f for f in judge("capacity-law", capacity_law(), rows).figures if f.startswith("probe and trained models")]
+    assert line == ["probe and trained models (pairs retrieved past d'; the probe: one memory layer, d_key the query/key "
+                    "size; reported, not judged): elu+1 (d' = 8) trained 8.0, probe 8.0, ratio 1.00; "
+                    "delta (d' = 8) trained 12.0, probe 8.0, ratio 1.50"]
+    assert not [f for f in judge("capacity-law", capacity_law()).figures if f.startswith("probe and trained")]
+
+
 def test_induction_reads_its_far_length_through_the_settledness_rule():
     """The judged figure is accuracy at 4x the training length: a cell at the ceiling on the
     training length but short far beyond it is escalated to 4x the budget on every seed, and

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import math
 
+from evalsuite.analysis.capacity import probe_curves, retrieved
 from evalsuite.analysis.capacity import probe_feature_dim as feature_dim
-from evalsuite.analysis.capacity import retrieved
 from evalsuite.labels import memory_label
 from evalsuite.records import TARGET_ACCURACY
 from evalsuite.reproduce.cells import BUDGET_FACTOR
 from evalsuite.reproduce.experiment import Experiment, register
-from evalsuite.reproduce.probes import knee_unsettled, probe_curves
+from evalsuite.reproduce.probes import knee_unsettled
 
 # the memories of the verdict, named by the one function that names probe rows
 MEMORIES = [memory_label(*m) for m in (("linear", "elu1"), ("linear", "dpfp", {"nu": 1}), ("linear", "dpfp", {"nu": 2}),

@@ -33,11 +33,19 @@ sqrt(2) either side (at d' = 8: 5.7 to 11.3 pairs).
 
 Pairs retrieved are accuracy x D as the field reads them; the floor's x D stands beside them
 (under teacher forcing a reader with no memory retrieves a few pairs too).
+
+Probe beside trained models: after its sweep, ``reproduce capacity-law`` runs the trained probe
+(capacity-knee's protocol: one memory layer, Schlag et al. 6.1 setting 1) of each fixed-state map
+at the query/key size its trained models use (``probe_calls``), so that each map's capacity alone
+and inside a trained 2-layer model stand at one d', with their ratio (``probe_line``; the report's
+capacity table too). Reported, not judged: the claim is about trained models.
 """
 from __future__ import annotations
 
 import math
 
+from evalsuite.analysis.capacity import memory_feature_dim, probe_capacities
+from evalsuite.labels import memory_label
 from evalsuite.reproduce.clauses import reaches
 from evalsuite.reproduce.cells import CEILING, MAX_4X_GAIN, Cell
 from evalsuite.reproduce.experiment import Experiment, register
@@ -134,6 +142,38 @@ def moved(cell: Cell) -> bool | None:
     return any(g >= MAX_4X_GAIN for g in gains.values())
 
 
+def probe_calls(d: int) -> list[dict]:
+    """The trained probe (one memory layer, ``analyze capacity``; capacity-knee's protocol) of each
+    fixed-state map at the query/key size its trained models use, so that the capacity a map shows
+    alone and in a trained model stand side by side at one d' (S from d'/2 to 4 d' of each map)."""
+    calls = []
+    for keys in maps(d).values():
+        if keys["model"] == "softmax":
+            continue
+        memory = "delta" if keys["model"] == "delta" else "linear"
+        fmap = {"feature_map": keys.get("model.feature_map"), "feature_map_options": keys.get("model.feature_map_options")}
+        fmap = {k: v for k, v in fmap.items() if v is not None} if memory == "linear" else {}
+        dim = memory_feature_dim(memory, keys["model.feature_dim"], **fmap)
+        calls.append({"memory": memory, "d_key": keys["model.feature_dim"], **fmap,
+                      "pairs": sorted({max(1, round(dim * f)) for f in (0.5, 0.75, 1, 1.5, 2, 3, 4)})})
+    return calls
+
+
+def probe_line(curve: dict[str, list[Cell]], dims: dict, levels: dict, probes, d: int) -> str | None:
+    """Pairs retrieved past d' by each map in trained models beside the same reading of its trained
+    probe at that d' (``probe_calls``) and their ratio; None where no map was probed at its d'."""
+    have = probe_capacities(probes)
+    parts = []
+    for label, call in zip([k for k, v in maps(d).items() if v["model"] != "softmax"], probe_calls(d)):
+        name = memory_label(call["memory"], call.get("feature_map"), call.get("feature_map_options"))
+        probe, trained = have.get((name, dims.get(label))), levels.get(label)
+        if probe is not None and trained is not None:
+            parts.append(f"{label} (d' = {dims[label]}) trained {trained:.1f}, probe {probe:.1f}, "
+                         f"ratio {trained / probe:.2f}")
+    return ("probe and trained models (pairs retrieved past d'; the probe: one memory layer, d_key the query/key "
+            "size; reported, not judged): " + "; ".join(parts)) if parts else None
+
+
 def verdict(runs, probes, p, judge):
     cells = cells_by_point(runs, p)
     cs = list(cells.values())
@@ -191,6 +231,8 @@ def verdict(runs, probes, p, judge):
     checks[f"softmax (control) at {CEILING} or above at every D"] = (
         True if all(reaches(c, CEILING) for c in soft) else False if any(c.settled_below(CEILING) for c in soft)
         else None)
+    if (line := probe_line(curve, dims, levels, probes, d0)):
+        figures.append(line)
     figures.append(f"tolerance x{TOLERANCE:.2f} (sqrt 2): the probe retrieves exactly d' (elu+1 16.0 of 16, DPFP nu=1 "
                    f"32.0 of 32 at d_key 16), and sqrt 2 is the widest factor that still tells d' from 2 d' apart")
     figures.append("published (Schlag et al. 2021, section 6.1; FINDINGS 16): a memory of d' dimensions retrieves about d' "
@@ -228,4 +270,5 @@ register(Experiment(
     params={scale: {"pairs": sc["pairs"], "d_prime": sc["d_prime"]} for scale, sc in SCALES.items()},
     minutes={"cpu": (255, 1275), "paper": 180},
     specs={"cpu": spec("cpu", CPU_LRS), "paper": spec("paper", PAPER_LRS)},
-    cells=lambda runs, p: list(cells_by_point(runs, p).values()), order=15))
+    cells=lambda runs, p: list(cells_by_point(runs, p).values()), order=15,
+    probes={scale: probe_calls(sc["d_prime"]) for scale, sc in SCALES.items()}))
