@@ -10,7 +10,7 @@ from evalsuite.analysis.capacity import probe_curves
 from evalsuite.labels import memory_label
 from evalsuite.records import TARGET_ACCURACY
 
-from .cells import BUDGET_FACTOR
+from .cells import BUDGET_FACTOR, MIN_SEEDS
 
 PROBE_STEPS = 4000  # the paper trains up to 100,000 steps; 4,000 at CPU scale (the knee is read from held-out loss and accuracy)
 MAX_PROBE_ROUNDS = 4
@@ -18,18 +18,32 @@ MAX_PROBE_ROUNDS = 4
 
 def knee_unsettled(curve: pd.DataFrame, threshold: float = TARGET_ACCURACY) -> tuple[str, list[int]] | None:
     """What the first S below ``threshold`` still needs before the knee can be cited, and the S
-    values from it on: ``("seed", S)`` (a second seed), ``("steps", S)`` (4x the steps: a seed ran
-    out of steps and may still have been learning); ``None`` when settled."""
+    values from it on: ``("seed", S)`` (more seeds: a failure rests on ``MIN_SEEDS``, as a trained
+    model's does), ``("steps", S)`` (4x the steps: a seed ran out of steps and may still have been
+    learning); ``None`` when settled."""
     failing = curve[curve.accuracy < threshold]
     if failing.empty:
         return None
     first = failing.iloc[0]
     pending = [int(x) for x in curve.pairs if x >= first.pairs]
-    if first.seeds < 2:
+    if first.seeds < MIN_SEEDS:
         return "seed", pending
     if first.ran_out and first.max_steps < BUDGET_FACTOR * first.base_steps:
         return "steps", pending
-    return None  # two seeds, each probed at 4x or stopped by the paper's rule (10 evaluations without a better loss)
+    return None  # MIN_SEEDS seeds, each probed at 4x or stopped by the paper's rule (10 evaluations without a better loss)
+
+
+def next_seeds(probes: pd.DataFrame, call: dict, S: int, steps: int) -> list[int]:
+    """The seeds a knee that needs more seeds (``knee_unsettled``) gets at ``S`` and budget
+    ``steps``: the lowest not probed there yet, up to ``MIN_SEEDS``."""
+    have = set()
+    if probes is not None and not probes.empty and "seed" in probes:
+        rows = probes[(probes.memory == probe_name(call)) & (probes.d_key == call["d_key"]) & (probes.pairs == S)
+                      & (probes.trained == True) & (probes.setting == 1)  # noqa: E712
+                      & (probes.get("variant", pd.Series("schlag", index=probes.index)).fillna("schlag") == call["variant"])
+                      & (probes.get("max_steps", pd.Series(0, index=probes.index)).fillna(0) == steps)]
+        have = {int(x) for x in rows.seed.fillna(0)}
+    return [s for s in range(MIN_SEEDS + len(have)) if s not in have][:max(0, MIN_SEEDS - len(have))]
 
 
 def probe_name(call: dict) -> str:
@@ -44,7 +58,8 @@ def _full(call: dict) -> dict:
 
 def run_probes(calls: list[dict], store, echo=print) -> None:
     """Trained capacity probes (setting 1), stored in the store's probes table; skips those done.
-    A knee whose first failing S has one seed gets a second; one that ran out of steps, 4x the steps."""
+    A knee whose first failing S has fewer than ``MIN_SEEDS`` seeds gets more (at that S's budget);
+    one that ran out of steps, 4x the steps on ``MIN_SEEDS`` seeds."""
     from evalsuite.analysis import capacity_probe
 
     have = store.probes()
@@ -68,12 +83,15 @@ def run_probes(calls: list[dict], store, echo=print) -> None:
             pending_any = True
             need, pairs = todo
             steps = int(curve.max_steps.max())
-            seeds = [0, 1] if need == "steps" else [1]
-            steps = BUDGET_FACTOR * steps if need == "steps" else steps
-            echo(f"  probe {probe_name(call)} again ({'4x the steps' if need == 'steps' else 'a second seed'}), "
+            if need == "steps":
+                steps, seeds = BUDGET_FACTOR * steps, list(range(MIN_SEEDS))
+            else:
+                seeds = next_seeds(store.probes(), call, pairs[0], steps)
+            echo(f"  probe {probe_name(call)} again ({'4x the steps' if need == 'steps' else 'more seeds'}), "
                  f"S in {pairs}, {steps} steps, seeds {seeds}")
             for seed in seeds:
-                more = {"min_steps": steps} if need == "steps" and call.get("variant", "schlag") == "schlag" else {}
+                # past the first budget (4x), no stop on patience: every seed gets the steps the others got
+                more = {"min_steps": steps} if steps > call["steps"] and call["variant"] == "schlag" else {}
                 store.add_probes(capacity_probe(trained=True, echo=echo, **{**call, "pairs": pairs, "steps": steps,
                                                                             "seed": seed, **more}))  # 4x: no patience stop
         if not pending_any:

@@ -87,7 +87,7 @@ NO_PROBES = pd.DataFrame()
 CPU_PAIRS = (4, 8, 12, 16, 20, 24, 32, 40, 48, 64, 96, 128)
 
 
-def probes(knees, ran_out=(), max_steps=4000, seeds=(0, 1), grid=CPU_PAIRS):
+def probes(knees, ran_out=(), max_steps=4000, seeds=(0, 1, 2), grid=CPU_PAIRS):
     """Probe rows of memories that hold ``k`` pairs: every S up to k retrieved, then k of the S
     (accuracy k / S; 0: nothing retrieved); memories in ``ran_out`` used their whole step budget at
     every S that failed (they may still have been learning), the others stopped by the paper's rule."""

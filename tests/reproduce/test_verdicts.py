@@ -127,8 +127,24 @@ def test_capacity_verdict_every_outcome():
     longer = probes({"linear/dpfp(nu=1)": 32}, ran_out=("linear/dpfp(nu=1)",), max_steps=16000)
     settled = pd.concat([probes(flat, ran_out=("linear/dpfp(nu=1)",)), longer])  # the 4x probe decides
     assert judge("capacity-knee", [], settled).status is Outcome.REPRODUCED
-    one_seed = judge("capacity-knee", [], probes(flat, seeds=(0,)))  # a failure on one seed is not settled
-    assert one_seed.status is Outcome.INCONCLUSIVE and "a second seed" in one_seed.why
+    for seeds in ((0,), (0, 1)):  # a failure rests on three seeds, as a trained model's does
+        few = judge("capacity-knee", [], probes(flat, seeds=seeds))
+        assert few.status is Outcome.INCONCLUSIVE and "seeds up to 3" in few.why, seeds
+
+
+def test_a_probe_knee_short_of_seeds_gets_the_lowest_seeds_missing_at_its_budget():
+    """``next_seeds``: seeds 0 and 1 probed at 16,000 steps (the 4x round) leave seed 2 there, at
+    that budget, whatever the 4,000-step rows hold; another memory or d_key counts for nothing."""
+    from evalsuite.reproduce.probes import _full, next_seeds
+
+    call = _full({"memory": "linear", "feature_map": "elu1"})
+    rows = pd.concat([probes({"linear/elu1": 16}, seeds=(0, 1, 2)), probes({"linear/elu1": 16}, seeds=(0, 1), max_steps=16000),
+                      probes({"linear/dpfp(nu=1)": 32}, seeds=(2,), max_steps=16000)])
+    rows["steps"] = rows.max_steps
+    assert next_seeds(rows, call, 20, 16000) == [2]
+    assert next_seeds(rows, call, 20, 4000) == []
+    assert next_seeds(rows, call, 20, 64000) == [0, 1, 2]
+    assert next_seeds(rows[rows.seed == 1], call, 20, 16000) == [0, 2]
 
 
 def test_capacity_needs_a_grid_past_the_feature_dimension():

@@ -14,7 +14,7 @@ from evalsuite.analysis.capacity import probe_curves, retrieved
 from evalsuite.analysis.capacity import probe_feature_dim as feature_dim
 from evalsuite.labels import memory_label
 from evalsuite.records import TARGET_ACCURACY
-from evalsuite.reproduce.cells import BUDGET_FACTOR
+from evalsuite.reproduce.cells import BUDGET_FACTOR, MIN_SEEDS
 from evalsuite.reproduce.experiment import Experiment, register
 from evalsuite.reproduce.probes import knee_unsettled
 
@@ -76,7 +76,8 @@ def verdict(runs, probes, p, judge):
 
     elu, d1, d2, d3 = need[:4]
     short = [m for m, c in caps.items() if c is None]
-    todo = "; ".join([f"{m} at S {open_[m][1]}: " + ("a second seed" if open_[m][0] == "seed" else f"{BUDGET_FACTOR}x the steps")
+    todo = "; ".join([f"{m} at S {open_[m][1]}: "
+                      + (f"seeds up to {MIN_SEEDS}" if open_[m][0] == "seed" else f"{BUDGET_FACTOR}x the steps")
                       for m in need if open_[m]]
                      + ([f"probe S past d' (up to 4 d') for {', '.join(short)}"] if short else []))
     return judge.decide(figures, {
