@@ -159,9 +159,10 @@ def probe_calls(d: int) -> list[dict]:
     return calls
 
 
-def probe_line(curve: dict[str, list[Cell]], dims: dict, levels: dict, probes, d: int) -> str | None:
-    """Pairs retrieved past d' by each map in trained models beside the same reading of its trained
-    probe at that d' (``probe_calls``) and their ratio; None where no map was probed at its d'."""
+def probe_line(dims: dict, levels: dict, probes, d: int) -> str | None:
+    """Pairs retrieved past d' by each map in trained models (``levels``: the mean over D > d' at the
+    base budget) beside its trained probe's at that d' (``probe_calls``; ``probe_capacities``: the
+    most over S > d'), and their ratio; None where no map was probed at its d'."""
     have = probe_capacities(probes)
     parts = []
     for label, call in zip([k for k, v in maps(d).items() if v["model"] != "softmax"], probe_calls(d)):
@@ -169,9 +170,10 @@ def probe_line(curve: dict[str, list[Cell]], dims: dict, levels: dict, probes, d
         probe, trained = have.get((name, dims.get(label))), levels.get(label)
         if probe is not None and trained is not None:
             parts.append(f"{label} (d' = {dims[label]}) trained {trained:.1f}, probe {probe:.1f}, "
-                         f"ratio {trained / probe:.2f}")
-    return ("probe and trained models (pairs retrieved past d'; the probe: one memory layer, d_key the query/key "
-            "size; reported, not judged): " + "; ".join(parts)) if parts else None
+                         + (f"ratio {trained / probe:.2f}" if probe > 0 else "ratio n/a"))
+    return ("probe and trained models (pairs retrieved past d': trained, the mean over D > d' at the base budget; "
+            "the probe, one memory layer at d_key the query/key size, the most over S > d'; reported, not judged): "
+            + "; ".join(parts)) if parts else None
 
 
 def verdict(runs, probes, p, judge):
@@ -231,7 +233,7 @@ def verdict(runs, probes, p, judge):
     checks[f"softmax (control) at {CEILING} or above at every D"] = (
         True if all(reaches(c, CEILING) for c in soft) else False if any(c.settled_below(CEILING) for c in soft)
         else None)
-    if (line := probe_line(curve, dims, levels, probes, d0)):
+    if (line := probe_line(dims, levels, probes, d0)):
         figures.append(line)
     figures.append(f"tolerance x{TOLERANCE:.2f} (sqrt 2): the probe retrieves exactly d' (elu+1 16.0 of 16, DPFP nu=1 "
                    f"32.0 of 32 at d_key 16), and sqrt 2 is the widest factor that still tells d' from 2 d' apart")
