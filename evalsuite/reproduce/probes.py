@@ -22,8 +22,9 @@ def knee_unsettled(curve: pd.DataFrame, threshold: float = TARGET_ACCURACY) -> t
     model's does), ``("steps", S)`` (4x the steps: a seed ran out of steps and may still have been
     learning); ``None`` when settled."""
     failing = curve[curve.accuracy < threshold]
-    if failing.empty:
-        return None
+    if failing.empty:  # retrieves every S: read at the largest, which rests on MIN_SEEDS seeds too
+        last = curve.iloc[-1]
+        return ("seed", [int(last.pairs)]) if last.seeds < MIN_SEEDS else None
     first = failing.iloc[0]
     pending = [int(x) for x in curve.pairs if x >= first.pairs]
     if first.seeds < MIN_SEEDS:

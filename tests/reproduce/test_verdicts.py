@@ -130,6 +130,10 @@ def test_capacity_verdict_every_outcome():
     for seeds in ((0,), (0, 1)):  # a failure rests on three seeds, as a trained model's does
         few = judge("capacity-knee", [], probes(flat, seeds=seeds))
         assert few.status is Outcome.INCONCLUSIVE and "seeds up to 3" in few.why, seeds
+    # so does softmax retrieving every S: read at the largest S, on three seeds
+    two = pd.concat([probes(caps(16, 32, 64, 96)), probes({"softmax": 10**6}, seeds=(0, 1))])
+    assert judge("capacity-knee", [], two).status is Outcome.INCONCLUSIVE
+    assert "softmax at S [128]: seeds up to 3" in judge("capacity-knee", [], two).why
 
 
 def test_a_probe_knee_short_of_seeds_gets_the_lowest_seeds_missing_at_its_budget():
