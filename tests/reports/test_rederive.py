@@ -40,6 +40,39 @@ def test_the_committed_subset_report_rederives_its_verdicts(repo_root, path, nam
         assert all(len(f) for f in again.figures) and shows in " ".join(again.figures) + again.why
 
 
+def test_the_published_report_gives_each_experiment_only_runs_of_its_own_points(repo_root):
+    """Whose each run is, as docs/reproduce-cpu.html embeds it: every run an experiment lists is
+    one of its sweep's points at some seed, rate and budget. The store it was first published from
+    had been merged, before reports said whose each run is, so that capacity-law listed
+    DeltaProduct's 106 word-problem runs and DeltaProduct capacity-law's 262 recall runs (no
+    verdict read them: their cells match on the task; the membership was still wrong)."""
+    data = builder.read_embedded(repo_root / "docs" / "reproduce-cpu.html")
+    runs = {r.run_id: r for r in data["runs"]}
+    for name, ids in data["members"].items():
+        listed = [runs[i] for i in ids]
+        strays = {r.config["task"]["name"] for r in listed} - {r.config["task"]["name"] for r in
+                                                               rep.get(name).of_points(listed, "cpu")}
+        assert len(rep.get(name).of_points(listed, "cpu")) == len(listed), (name, strays)
+
+
+def test_no_cell_of_the_published_report_pools_two_configurations(repo_root):
+    """A cell is one configuration at every seed, rate and budget: in docs/reproduce-cpu.html the
+    runs of every cell a verdict reads share one ``setting_key``. Cell filters name only the keys
+    their experiment varies, so this holds them to the data: a filter that let another setting in
+    (a width, a layer count, a feature map's options) would pool it into a figure."""
+    from evalsuite.config import setting_key
+
+    data = builder.read_embedded(repo_root / "docs" / "reproduce-cpu.html")
+    runs = {r.run_id: r for r in data["runs"]}
+    checked = 0
+    for name, ids in data["members"].items():
+        for cell in rep.get(name).judged_cells([runs[i] for i in ids], "cpu"):
+            keys = {setting_key(r.config) for r in cell.runs}
+            assert len(keys) <= 1, (name, cell.label, len(keys))
+            checked += bool(keys)
+    assert checked >= 60
+
+
 def _judged(output: str, names) -> dict[str, str]:
     """Experiment name -> the outcome `reproduce` printed for it."""
     import re
