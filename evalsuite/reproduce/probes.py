@@ -37,14 +37,20 @@ def knee_unsettled(curve: pd.DataFrame, threshold: float = TARGET_ACCURACY) -> t
 def next_seeds(probes: pd.DataFrame, call: dict, S: int, steps: int) -> list[int]:
     """The seeds a knee that needs more seeds (``knee_unsettled``) gets at ``S`` and budget
     ``steps``: the lowest not probed there yet, up to ``MIN_SEEDS``."""
-    have = set()
-    if probes is not None and not probes.empty and "seed" in probes:
-        rows = probes[(probes.memory == probe_name(call)) & (probes.d_key == call["d_key"]) & (probes.pairs == S)
-                      & (probes.trained == True) & (probes.setting == 1)  # noqa: E712
-                      & (probes.get("variant", pd.Series("schlag", index=probes.index)).fillna("schlag") == call["variant"])
-                      & (probes.get("max_steps", pd.Series(0, index=probes.index)).fillna(0) == steps)]
-        have = {int(x) for x in rows.seed.fillna(0)}
+    rows = _probed(probes, call, steps)
+    have = {int(x) for x in rows[rows.pairs == S].get("seed", pd.Series(dtype=float)).fillna(0)}
     return [s for s in range(MIN_SEEDS + len(have)) if s not in have][:max(0, MIN_SEEDS - len(have))]
+
+
+def _probed(probes: pd.DataFrame | None, call: dict, steps: int) -> pd.DataFrame:
+    """The stored rows of ``call``'s memory at its d_key, setting 1 and variant, at budget ``steps``."""
+    if probes is None or probes.empty or not {"memory", "trained", "d_key", "setting"} <= set(probes):
+        return pd.DataFrame(columns=["pairs", "seed"])
+    variant = probes.get("variant", pd.Series("schlag", index=probes.index)).fillna("schlag")
+    budget = probes.get("max_steps", pd.Series(0, index=probes.index)).fillna(0)
+    return probes[(probes.memory == probe_name(call)) & (probes.trained == True)  # noqa: E712
+                  & (probes.d_key == call["d_key"]) & (probes.setting == 1) & (variant == call["variant"])
+                  & (budget == steps)]
 
 
 def probe_name(call: dict) -> str:
@@ -66,12 +72,9 @@ def run_probes(calls: list[dict], store, echo=print) -> None:
     have = store.probes()
     for call in map(_full, calls):
         name = probe_name(call)
-        if not have.empty and {"memory", "trained", "d_key", "pairs", "setting", "variant", "max_steps"} <= set(have):
-            mine = have[(have.memory == name) & (have.trained == True) & (have.d_key == call["d_key"])  # noqa: E712
-                        & (have.setting == 1) & (have.variant == call["variant"]) & (have.max_steps == call["steps"])]
-            if set(call["pairs"]) <= set(mine.pairs):
-                echo(f"  probe {name}: cached")
-                continue
+        if set(call["pairs"]) <= set(_probed(have, call, call["steps"]).pairs):
+            echo(f"  probe {name}: cached")
+            continue
         echo(f"  probe {name}, d_key {call['d_key']}, S in {call['pairs']}")
         store.add_probes(capacity_probe(trained=True, echo=echo, **call))
     for _ in range(MAX_PROBE_ROUNDS):

@@ -295,7 +295,7 @@ def test_capacity_law_sets_each_maps_probe_at_the_d_prime_of_its_trained_models(
     for scale, sc in law.SCALES.items():
         d = sc["d_prime"]
         keys = [k for k in law.maps(d).values() if k["model"] != "softmax"]
-        calls = law.probe_calls(d)
+        calls = list(law.probe_calls(d).values())
         assert len(calls) == len(keys) == 5
         configs = [pt.config.as_dict() for pt in expand(rep.get("capacity-law").spec(scale))]
         for k, call in zip(keys, calls):

@@ -142,20 +142,21 @@ def moved(cell: Cell) -> bool | None:
     return any(g >= MAX_4X_GAIN for g in gains.values())
 
 
-def probe_calls(d: int) -> list[dict]:
-    """The trained probe (one memory layer, ``analyze capacity``; capacity-knee's protocol) of each
-    fixed-state map at the query/key size its trained models use, so that the capacity a map shows
-    alone and in a trained model stand side by side at one d' (S from d'/2 to 4 d' of each map)."""
-    calls = []
-    for keys in maps(d).values():
+def probe_calls(d: int) -> dict[str, dict]:
+    """Map label -> the trained probe (one memory layer, ``analyze capacity``; capacity-knee's
+    protocol) of that fixed-state map at the query/key size its trained models use, so that the
+    capacity a map shows alone and in a trained model stand side by side at one d' (S from d'/2 to
+    4 d' of each map)."""
+    calls = {}
+    for label, keys in maps(d).items():
         if keys["model"] == "softmax":
             continue
         memory = "delta" if keys["model"] == "delta" else "linear"
         fmap = {"feature_map": keys.get("model.feature_map"), "feature_map_options": keys.get("model.feature_map_options")}
         fmap = {k: v for k, v in fmap.items() if v is not None} if memory == "linear" else {}
         dim = memory_feature_dim(memory, keys["model.feature_dim"], **fmap)
-        calls.append({"memory": memory, "d_key": keys["model.feature_dim"], **fmap,
-                      "pairs": sorted({max(1, round(dim * f)) for f in (0.5, 0.75, 1, 1.5, 2, 3, 4)})})
+        calls[label] = {"memory": memory, "d_key": keys["model.feature_dim"], **fmap,
+                        "pairs": sorted({max(1, round(dim * f)) for f in (0.5, 0.75, 1, 1.5, 2, 3, 4)})}
     return calls
 
 
@@ -165,7 +166,7 @@ def probe_line(dims: dict, levels: dict, probes, d: int) -> str | None:
     most over S > d'), and their ratio; None where no map was probed at its d'."""
     have = probe_capacities(probes)
     parts = []
-    for label, call in zip([k for k, v in maps(d).items() if v["model"] != "softmax"], probe_calls(d)):
+    for label, call in probe_calls(d).items():
         name = memory_label(call["memory"], call.get("feature_map"), call.get("feature_map_options"))
         probe, trained = have.get((name, dims.get(label))), levels.get(label)
         if probe is not None and trained is not None:
@@ -273,4 +274,4 @@ register(Experiment(
     minutes={"cpu": (255, 1275), "paper": 180},
     specs={"cpu": spec("cpu", CPU_LRS), "paper": spec("paper", PAPER_LRS)},
     cells=lambda runs, p: list(cells_by_point(runs, p).values()), order=15,
-    probes={scale: probe_calls(sc["d_prime"]) for scale, sc in SCALES.items()}))
+    probes={scale: list(probe_calls(sc["d_prime"]).values()) for scale, sc in SCALES.items()}))
