@@ -5,10 +5,14 @@ and the capacity each map shows in the trained probe beside what trained models 
 the report where recall runs sweep D across d' (``evalsuite reproduce capacity-law``)."""
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from evalsuite.analysis.capacity import probe_capacities
+from evalsuite.config import setting_key
 from evalsuite.reports import plots
+from evalsuite.reproduce.settled import BUDGET_FACTOR
 
 from . import ReportData, Section
 
@@ -20,31 +24,36 @@ class CapacityLaw(Section):
     leads = True
 
     def build(self, data: ReportData, fmt: str) -> dict | None:
+        configs = {r.run_id: r.config for r in data.runs}
         rows = pd.DataFrame([{"model": r["model"], "d_prime": r.get("d_prime"), "D": r["pairs"], "layers": r["n_layers"],
-                              "accuracy": r["accuracy"], "std": r["accuracy_std"], "seeds": r["seeds"],
-                              "floor": r["chance"], "epochs": r["epochs"]}
+                              "width": r["d_model"], "accuracy": r["accuracy"], "std": r["accuracy_std"],
+                              "seeds": r["seeds"], "floor": r["chance"], "epochs": r["epochs"],
+                              "point": setting_key(configs[r["anchor"]]),
+                              "curve": curve_key(configs[r["anchor"]])}
                              for r in data.summary if r["task"] == "recall" and r.get("d_prime") and r["pairs"]
-                             and r["accuracy"] is not None])
+                             and r["accuracy"] is not None and r["anchor"] in configs])
         if rows.empty:
             return None
-        # the base budget of each point draws its curve; its 4x rerun (the longest budget, when longer)
-        # is drawn hollow beside it: a capacity does not move with budget, a shortfall of budget does
-        keys = ["model", "d_prime", "D", "layers"]
-        ordered = rows.sort_values("epochs")
-        rows, longest = ordered.groupby(keys).head(1), ordered.groupby(keys).tail(1)
-        long = longest[longest.epochs.to_numpy() > rows.set_index(keys).loc[
-            longest.set_index(keys).index].epochs.to_numpy()].copy()
+        # one curve is one setting swept over D (its length with it) at one base budget: runs of
+        # another width, vocabulary or budget (another experiment's) never join it. A point's 4x
+        # rerun (BUDGET_FACTOR x a budget the point also ran) is drawn hollow beside its base: a
+        # capacity does not move with budget, a shortfall of budget does
+        budgets = rows.groupby("point").epochs.agg(set)
+        rows["long"] = [any(math.isclose(e, BUDGET_FACTOR * b) for b in budgets[p]) for e, p in zip(rows.epochs, rows.point)]
+        rows["base"] = [e / BUDGET_FACTOR if lg else e for e, lg in zip(rows.epochs, rows.long)]
+        rows["curve"] = rows.curve + "|" + rows.base.map(lambda e: f"{e:.4g}")
+        rows, long = rows[~rows.long], rows[rows.long]
+        rows = rows.groupby("curve").filter(lambda g: g.D.nunique() >= MIN_POINTS).copy()
+        if rows.empty:
+            return None
+        long = long[long.curve.isin(set(rows.curve))].copy()
+        names = series_names(rows)
         for df in (rows, long):
-            df["series"] = df.model + " d'=" + df.d_prime.astype(int).astype(str) + df.layers.map(
-                lambda n: "" if n == 2 else f", {n} layer{'s' * (n != 1)}")
+            df["series"] = df.curve.map(names)
             df["ratio"] = df.D / df.d_prime
-        rows = rows.groupby("series").filter(lambda g: g.D.nunique() >= MIN_POINTS)
-        if rows.empty:
-            return None
-        long = long[long.series.isin(set(rows.series))]
         rows["pairs_retrieved"] = rows.accuracy * rows.D
         past = rows[rows.D > rows.d_prime]
-        plateau = past.groupby(["series", "model", "d_prime"]).pairs_retrieved.mean().rename("retrieved").reset_index()
+        plateau = past.groupby(["series", "model", "d_prime"], sort=True).pairs_retrieved.mean().rename("retrieved").reset_index()
         probe = probe_capacities(data.probes)
         table = []
         for r in plateau.itertuples():
@@ -59,3 +68,27 @@ class CapacityLaw(Section):
                            "uri": plots.retrieved_against_d(plateau, title="pairs retrieved against d'", fmt=fmt)})
         points = rows.sort_values(["series", "D"]).to_dict("records")
         return {"plots": plots_, "table": table, "points": points}
+
+
+def curve_key(config: dict) -> str:
+    """A run's curve: its setting (``config.setting_key``: less seed, rate and budget) less D and
+    what a capacity sweep scales with it: the length and the model's position table."""
+    task = {k: v for k, v in config["task"].items() if k not in ("num_kv_pairs", "seq_len")}
+    model = {k: v for k, v in config["model"].items() if k != "max_len"}
+    return setting_key({**config, "task": task, "model": model})
+
+
+def series_names(rows: pd.DataFrame) -> dict[str, str]:
+    """Curve -> its legend name: the model, d' and a layer count other than 2; where two curves
+    would share a name, their width and base budget (epochs) too, then a number."""
+    first = rows.groupby("curve").first()
+    short = {c: f"{r.model} d'={int(r.d_prime)}" + ("" if r.layers == 2 else f", {r.layers} layer{'s' * (r.layers != 1)}")
+             for c, r in first.iterrows()}
+    counts = pd.Series(short).value_counts()
+    names = {c: n if counts[n] == 1 else f"{n}, width {first.width[c]}, {first.base[c]:g} epochs" for c, n in short.items()}
+    seen: dict[str, int] = {}
+    for c in sorted(names):
+        seen[names[c]] = seen.get(names[c], 0) + 1
+        if seen[names[c]] > 1:
+            names[c] += f" ({seen[names[c]]})"
+    return names

@@ -147,3 +147,24 @@ def test_a_reproduction_report_rederives_each_experiment_from_its_own_runs(tmp_p
                                      "--rebuild-store", str(store)]).exit_code == 0
     again = CliRunner().invoke(main, ["reproduce", "sharpness", "--verdicts-only", "--store", str(store)])
     assert _judged(again.output, {"sharpness"}) == {"sharpness": shown.status.value}, again.output
+
+
+def test_the_published_capacity_table_reads_the_verdicts_figures(repo_root):
+    """The report's capacity table (``sections.capacity_law``) and the capacity-law verdict's "probe
+    and trained models" line read one figure per map: in docs/reproduce-cpu.html the table had read
+    elu+1's plateau as 11.1 beside the verdict's 11.5, its D = 16 point pooled with linear-width's
+    elu+1 at width 128 (same map and d', another experiment's setting)."""
+    import re
+
+    import pandas as pd
+
+    from evalsuite.reports.sections import ReportData
+    from evalsuite.reports.sections.capacity_law import CapacityLaw
+
+    data = builder.read_embedded(repo_root / "docs" / "reproduce-cpu.html")
+    runs = [r for r in data["runs"] if r.config["task"]["name"] == "recall"]
+    table = CapacityLaw().build(ReportData(runs, builder.summarize(runs), pd.DataFrame(), data["probes"]), "png")["table"]
+    line = next(f for v in data["verdicts"] if v.name == "capacity-law" for f in v.figures
+                if f.startswith("probe and trained models"))
+    verdict = {(int(d), round(float(t), 1)) for d, t in re.findall(r"\(d' = (\d+)\) trained ([\d.]+)", line)}
+    assert len(verdict) == 5 and verdict == {(r["d_prime"], round(r["trained"], 1)) for r in table}
