@@ -1,14 +1,16 @@
 """The delta rule beats additive (elu+1) linear attention on MQAR at equal state, most at small
 width (docs/FINDINGS.md; DeltaNet, Yang et al. 2024; MAD in-context recall).
 
-CPU setting (issue 26): the state is the bottleneck. Before, both mixers had the head size as
-their query/key size (d' = 32 and 64) against D = 16 pairs: elu+1 had room for every pair, so a
-gap could only be a matter of budget. Now both have d' = 4 (``feature_dim``; the widths 32 and 64
-stay trainable, FINDINGS 16) at D = 16 = 4 d', equal states (4 x the head size per layer; elu+1
-also keeps its 4-float normaliser): twice d' is not enough in this backbone
-(``protocol.CPU_FEATURE_DIM`` gives the capacity-law figures); this experiment's own 4x reruns
-say whether the shortfall holds. Paper scale: head-size query/key, as
-published."""
+CPU setting (issue 26), chosen so that the state would be the bottleneck. Before, both mixers had
+the head size as their query/key size (d' = 32 and 64) against D = 16 pairs: elu+1 had room for
+every pair, so a gap could only be a matter of budget. Now both have d' = 4 (``feature_dim``; the
+widths 32 and 64 stay trainable, FINDINGS 16) at D = 16 = 4 d', equal states (4 x the head size per
+layer; elu+1 also keeps its 4-float normaliser): twice d' is not enough in this backbone
+(``protocol.CPU_FEATURE_DIM`` gives the capacity-law figures); this experiment's own 4x reruns say
+whether the shortfall holds. They did not hold it: the cells it rests on gained 0.05 or more on some
+seed at 4x the budget (docs/RESULTS.md names each), so at this scale this setting is budget-bound
+too and the verdict cannot settle; no setting the capacity-law data offers makes a trained model's
+state the bottleneck. Paper scale: head-size query/key, as published."""
 from __future__ import annotations
 
 from evalsuite.reproduce.cells import MARGIN

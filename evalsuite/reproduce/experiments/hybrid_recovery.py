@@ -1,13 +1,16 @@
 """Replacing one of two linear layers with softmax recovers most of softmax's MQAR accuracy where
 pure linear fails (docs/FINDINGS.md; Zoology; DeltaNet hybrids; 3:1 production hybrids).
 
-CPU setting (issue 26): the state is the bottleneck. Before, the linear layers had the head size
-(64) as their query/key size against D = 16 pairs, so pure elu+1 had room for every pair and
-"where pure linear fails" was a matter of budget. Now every elu+1 layer, in the pure model and in
-the hybrids, has d' = 4 (``feature_dim``; width 64 stays trainable, FINDINGS 16) at D = 16 = 4 d':
-twice d' is not enough in this backbone
-(``protocol.CPU_FEATURE_DIM`` gives the capacity-law figures); this experiment's own 4x reruns
-say whether the shortfall holds. Paper scale: head-size query/key, as published."""
+CPU setting (issue 26), chosen so that the state would be the bottleneck. Before, the linear layers
+had the head size (64) as their query/key size against D = 16 pairs, so pure elu+1 had room for
+every pair and "where pure linear fails" was a matter of budget. Now every elu+1 layer, in the pure
+model and in the hybrids, has d' = 4 (``feature_dim``; width 64 stays trainable, FINDINGS 16) at D =
+16 = 4 d': twice d' is not enough in this backbone (``protocol.CPU_FEATURE_DIM`` gives the
+capacity-law figures); this experiment's own 4x reruns say whether the shortfall holds. They did not
+hold it: the cells it rests on gained 0.05 or more on some seed at 4x the budget (docs/RESULTS.md
+names each), so at this scale this setting is budget-bound too and the verdict cannot settle; no
+setting the capacity-law data offers makes a trained model's state the bottleneck. Paper scale:
+head-size query/key, as published."""
 from __future__ import annotations
 
 import math

@@ -1,16 +1,18 @@
 """Reading the context twice (just read twice) raises a fixed-state model's MQAR recall where one
 pass falls short, while softmax is unchanged (Arora et al. 2024; docs/FINDINGS.md, finding 10).
 
-CPU setting (issue 26): the state is the bottleneck. Before, elu+1 and the delta rule ran at
-width 16 with the head size as query/key size (d' = 16 = D): a width that optimises badly
-(FINDINGS 16), so a one-pass shortfall could be optimisation as much as memory. Now both run at
-width 64 with d' = 4 (``feature_dim``) at D = 16 = 4 d', softmax at width 64 beside them:
-twice d' is not enough in this backbone
-(``protocol.CPU_FEATURE_DIM`` gives the capacity-law figures); this experiment's own 4x reruns
-say whether the shortfall holds. The delta rule stored far more than d' pairs in the capacity-law store (30 of
-32 at d' = 8, seed 0): if it does here, its clause reads "one pass falls short of softmax: no",
-which says the setting does not test it for the delta rule. Paper scale: width 64, head-size
-query/key."""
+CPU setting (issue 26), chosen so that the state would be the bottleneck. Before, elu+1 and the
+delta rule ran at width 16 with the head size as query/key size (d' = 16 = D): a width that
+optimises badly (FINDINGS 16), so a one-pass shortfall could be optimisation as much as memory. Now
+both run at width 64 with d' = 4 (``feature_dim``) at D = 16 = 4 d', softmax at width 64 beside
+them: twice d' is not enough in this backbone (``protocol.CPU_FEATURE_DIM`` gives the capacity-law
+figures); this experiment's own 4x reruns say whether the shortfall holds. They did not hold it for
+elu+1: its one-pass cell gained 0.05 or more on some seed at 4x the budget (docs/RESULTS.md names
+each), so at this scale this setting is budget-bound too and its clause cannot settle; no setting
+the capacity-law data offers makes a trained model's state the bottleneck. The delta rule stored far
+more than d' pairs in the capacity-law store (30 of 32 at d' = 8, seed 0): if it does here, its
+clause reads "one pass falls short of softmax: no", which says the setting does not test it for the
+delta rule. Paper scale: width 64, head-size query/key."""
 from __future__ import annotations
 
 from evalsuite.reproduce.cells import MIN_SEEDS, Cell

@@ -1,15 +1,18 @@
 """elu+1 linear attention falls short of softmax at the same width, improves as d_model grows,
 and drops as D grows (docs/FINDINGS.md; Zoology, Figure 2; Based's recall/state trade-off).
 
-CPU setting (issue 26): the state is the bottleneck. The earlier CPU setting (D = 16 at d_model
-32 to 128, query/key size = the head size, so d' = 32 to 128 > D) gave elu+1 room for every pair,
-and more budget closed each shortfall: "not reproduced" there said nothing about a fixed state.
-Now the query/key size grows with the width, d' = d_model / 16 (2, 4, 8 at widths 32, 64, 128;
-``feature_dim``, so the width itself stays trainable, FINDINGS 16), at D = 16: the reference width
-has D = 4 d': twice d' is not enough in this backbone
-(``protocol.CPU_FEATURE_DIM`` gives the capacity-law figures); this experiment's own 4x reruns
-say whether the shortfall holds; at D = 4 (= d') elu+1 learns.
-Paper scale: Zoology's widths with the head-size query/key, as published."""
+CPU setting (issue 26), chosen so that the state would be the bottleneck. The earlier CPU setting (D
+= 16 at d_model 32 to 128, query/key size = the head size, so d' = 32 to 128 > D) gave elu+1 room
+for every pair, and more budget closed each shortfall: "not reproduced" there said nothing about a
+fixed state. Now the query/key size grows with the width, d' = d_model / 16 (2, 4, 8 at widths 32,
+64, 128; ``feature_dim``, so the width itself stays trainable, FINDINGS 16), at D = 16: the
+reference width has D = 4 d': twice d' is not enough in this backbone (``protocol.CPU_FEATURE_DIM``
+gives the capacity-law figures); this experiment's own 4x reruns say whether the shortfall holds.
+They did not hold it: the cells it rests on gained 0.05 or more on some seed at 4x the budget
+(docs/RESULTS.md names each), so at this scale this setting is budget-bound too and the verdict
+cannot settle; no setting the capacity-law data offers makes a trained model's state the bottleneck;
+at D = 4 (= d') elu+1 learns. Paper scale: Zoology's widths with the head-size query/key, as
+published."""
 from __future__ import annotations
 
 from evalsuite.reproduce.cells import MARGIN
