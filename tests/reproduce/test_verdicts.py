@@ -274,6 +274,22 @@ def test_capacity_law_fails_on_the_clause_it_should(case, runs, failed):
     assert [k for k, ok in v.checks.items() if ok is False] == failed, case
 
 
+def test_capacity_law_reads_a_plateau_that_4x_takes_to_the_ceiling_at_its_4x_figure():
+    """At the base budget every additive map retrieves exactly d' past it (the law's plateau), but
+    4x the budget takes every cell to 1.0 on every seed: those 4x figures are final
+    (``Cell.final_acc``), so the plateau the clauses read is every pair (D = 16 and 32: 24 of d' = 8),
+    and "within x1.41 of d'" reads no, where the base figures alone would have read yes."""
+    from tests.reproduce.synthetic import capacity_law
+
+    v = judge("capacity-law", capacity_law(moving=1.0))
+    assert v.status is Outcome.NOT_REPRODUCED, v.why
+    within = [k for k in v.checks if "within x1.41 of it" in k]
+    assert len(within) == 3 and all(v.checks[k] is False for k in within)
+    line = next(f for f in v.figures if f.startswith("elu+1 (d' = 8)"))
+    assert "plateau past d' 8.0 at the base budget; 24.0 reading the 4x figure" in line
+    assert judge("capacity-law", capacity_law()).checks[within[0]] is True  # the base world: the law holds
+
+
 def test_capacity_law_reads_d_prime_from_the_model_and_reports_layers():
     from tests.reproduce.synthetic import capacity_law
 
