@@ -203,6 +203,7 @@ def canonical_json(config: dict) -> str:
 
 # what ``RunConfig.replace`` changes: the runs of one sweep point at every seed, rate and budget
 ESCALATED = (("seed",), ("train", "lr"), ("train", "epochs"), ("train", "warmup_steps"))
+BUDGET_FACTOR = 4  # a shortfall is rerun at this many times its budget (``reproduce.settled``; the reports mark those runs)
 
 
 def setting_key(config: dict) -> str:

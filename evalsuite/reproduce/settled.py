@@ -11,12 +11,13 @@ run still undertrained. 4x the budget that takes every seed to the ceiling is fi
 """
 from __future__ import annotations
 
+from evalsuite.config import BUDGET_FACTOR
+
 LEARNED_FRACTION = 0.5
 MIN_RATES = 3
 MIN_SEEDS = 3
 MAX_SEEDS = 5  # seeds are added up to this where the reported seeds disagree (some learned, some not)
 MAX_4X_GAIN = 0.05
-BUDGET_FACTOR = 4
 MARGIN = 0.05
 LR_LIMITS = (1e-5, 0.1)  # the grid is extended past an edge only inside these
 CEILING = 0.95  # cells below this get the full treatment (edges, seeds, 4x); above it, only the seeds

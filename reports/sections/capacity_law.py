@@ -10,9 +10,8 @@ import math
 import pandas as pd
 
 from evalsuite.analysis.capacity import probe_capacities
-from evalsuite.config import setting_key
+from evalsuite.config import BUDGET_FACTOR, setting_key
 from evalsuite.reports import plots
-from evalsuite.reproduce.settled import BUDGET_FACTOR
 
 from . import ReportData, Section
 
