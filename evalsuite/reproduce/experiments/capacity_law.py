@@ -123,6 +123,11 @@ def plateau(cells: list[Cell], d: int, final: bool = False) -> float | None:
     return sum(pairs_retrieved(c, final) for c in past) / len(past) if past else None
 
 
+def shown_apart(base: float | None, final: float | None) -> bool:
+    """The two plateau readings differ at the one decimal the figures print."""
+    return base is not None and final is not None and round(final, 1) != round(base, 1)
+
+
 def within(level: float | None, d: int, cells: list[Cell]) -> bool | None:
     """The plateau within TOLERANCE of d' (True), outside it (False), or undecided (a cell past d'
     whose figure more budget, rates or seeds could still move)."""
@@ -175,7 +180,7 @@ def probe_line(dims: dict, levels: dict, probes, d: int, finals: dict | None = N
         probe, trained, final = have.get((name, dims.get(label))), levels.get(label), finals.get(label)
         if probe is None or trained is None:
             continue
-        moved = final is not None and round(final, 1) != round(trained, 1)
+        moved = shown_apart(trained, final)
         parts.append(f"{label} (d' = {dims[label]}) trained {trained:.1f}" + (f" ({final:.1f})" if moved else "")
                      + f", probe {probe:.1f}, "
                      + ((f"ratio {trained / probe:.2f}" + (f" ({final / probe:.2f})" if moved else ""))
@@ -210,7 +215,7 @@ def verdict(runs, probes, p, judge):
                        + (f"; plateau past d' {levels[label]:.1f}" if levels.get(label) is not None else "")
                        + (f" at the base budget; {finals[label]:.1f} reading the 4x figure where 4x took every seed to "
                           "the ceiling (what the clauses read)"
-                          if levels.get(label) is not None and round(finals[label], 1) != round(levels[label], 1) else ""))
+                          if shown_apart(levels.get(label), finals.get(label)) else ""))
     D = 2 * d0
     for label in LAYERS:
         one, two = cells[label, D, 1], cells[label, D, 2]
