@@ -1,6 +1,8 @@
 """A compact reproduction report re-derives its own verdicts: judging the runs and probes embedded
 in it gives the verdicts it shows, for every experiment's synthetic cases (sharpness reads
 analyses, induction eval segments: a compact report keeps both)."""
+from pathlib import Path
+
 import pytest
 
 from evalsuite import reproduce as rep
@@ -18,6 +20,12 @@ def test_a_compact_report_rederives_its_verdicts(tmp_path, name):
         again = rep.get(name).judge(data["runs"], data["probes"], "cpu")
         assert again.status == data["verdicts"][0].status == verdicts[0].status
         assert again.figures == data["verdicts"][0].figures and again.why == data["verdicts"][0].why
+
+
+@pytest.fixture(scope="module")
+def published():
+    """docs/reproduce-cpu.html's embedded data, read once for the tests of the published report."""
+    return builder.read_embedded(Path(__file__).resolve().parents[2] / "docs" / "reproduce-cpu.html")
 
 
 @pytest.mark.parametrize("path, names, shows", [
@@ -40,13 +48,13 @@ def test_the_committed_subset_report_rederives_its_verdicts(repo_root, path, nam
         assert all(len(f) for f in again.figures) and shows in " ".join(again.figures) + again.why
 
 
-def test_the_published_report_gives_each_experiment_only_runs_of_its_own_points(repo_root):
+def test_the_published_report_gives_each_experiment_only_runs_of_its_own_points(published):
     """Whose each run is, as docs/reproduce-cpu.html embeds it: every run an experiment lists is
     one of its sweep's points at some seed, rate and budget. The store it was first published from
     had been merged, before reports said whose each run is, so that capacity-law listed
     DeltaProduct's 106 word-problem runs and DeltaProduct capacity-law's 262 recall runs (no
     verdict read them: their cells match on the task; the membership was still wrong)."""
-    data = builder.read_embedded(repo_root / "docs" / "reproduce-cpu.html")
+    data = published
     runs = {r.run_id: r for r in data["runs"]}
     for name, ids in data["members"].items():
         listed = [runs[i] for i in ids]
@@ -55,14 +63,14 @@ def test_the_published_report_gives_each_experiment_only_runs_of_its_own_points(
         assert len(rep.get(name).of_points(listed, "cpu")) == len(listed), (name, strays)
 
 
-def test_no_cell_of_the_published_report_pools_two_configurations(repo_root):
+def test_no_cell_of_the_published_report_pools_two_configurations(published):
     """A cell is one configuration at every seed, rate and budget: in docs/reproduce-cpu.html the
     runs of every cell a verdict reads share one ``setting_key``. Cell filters name only the keys
     their experiment varies, so this holds them to the data: a filter that let another setting in
     (a width, a layer count, a feature map's options) would pool it into a figure."""
     from evalsuite.config import setting_key
 
-    data = builder.read_embedded(repo_root / "docs" / "reproduce-cpu.html")
+    data = published
     runs = {r.run_id: r for r in data["runs"]}
     checked = 0
     for name, ids in data["members"].items():
@@ -149,7 +157,7 @@ def test_a_reproduction_report_rederives_each_experiment_from_its_own_runs(tmp_p
     assert _judged(again.output, {"sharpness"}) == {"sharpness": shown.status.value}, again.output
 
 
-def test_the_published_capacity_table_reads_the_verdicts_figures(repo_root):
+def test_the_published_capacity_table_reads_the_verdicts_figures(published):
     """The report's capacity table (``sections.capacity_law``) and the capacity-law verdict's "probe
     and trained models" line read one figure per map: in docs/reproduce-cpu.html the table had read
     elu+1's plateau as 11.1 beside the verdict's 11.5, its D = 16 point pooled with linear-width's
@@ -161,7 +169,7 @@ def test_the_published_capacity_table_reads_the_verdicts_figures(repo_root):
     from evalsuite.reports.sections import ReportData
     from evalsuite.reports.sections.capacity_law import CapacityLaw
 
-    data = builder.read_embedded(repo_root / "docs" / "reproduce-cpu.html")
+    data = published
     runs = [r for r in data["runs"] if r.config["task"]["name"] == "recall"]
     table = CapacityLaw().build(ReportData(runs, builder.summarize(runs), pd.DataFrame(), data["probes"]), "png")["table"]
     line = next(f for v in data["verdicts"] if v.name == "capacity-law" for f in v.figures
