@@ -25,7 +25,8 @@ def headline_figures(runs_by_experiment: dict[str, list[RunRecord]],
     from the frontier experiments', not every recall run the store holds), in the report's order and
     named by what it shows so a page's links survive new runs: ``capacity-law-collapse.png``
     (accuracy against D / d'), ``capacity-law-retrieved.png`` (pairs retrieved against d'),
-    ``frontier-recall-T64-D16.png`` ... (accuracy against state, one per setting). A section whose
+    ``frontier-recall-T64-D16-3ep.png`` ... (accuracy against state, one per setting and base budget,
+    here 3 epochs, its 4x reruns drawn hollow on it). A section whose
     experiments are not in ``runs_by_experiment``, or have no runs, draws nothing."""
     out = []
     for section in sections():

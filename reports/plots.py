@@ -101,16 +101,29 @@ def lines(df: pd.DataFrame, x: str, y: str, hue: str, *, title: str, xlabel: str
     return to_uri(fig, fmt)
 
 
-def frontier(df: pd.DataFrame, front: pd.DataFrame, *, title: str, fmt: str = "png") -> str:
-    """Accuracy against state size (log scale), one line per ``model`` (faceted into axes of at
+def frontier(df: pd.DataFrame, front: pd.DataFrame, *, title: str, fmt: str = "png",
+             long: pd.DataFrame | None = None) -> str:
+    """Accuracy against state size (log scale), one line per ``series`` (faceted into axes of at
     most ``MAX_SERIES``), the Pareto frontier dashed on each, and the task's floor (``floor``
-    column, the mean over the points) dotted."""
-    groups = facets(sorted(df.model.unique(), key=str))
+    column, the mean over the points) dotted. ``long``: the same points at 4x the budget (same
+    columns), drawn hollow in their series' colour and joined to their base point by a dotted line."""
+    long = long if long is not None else pd.DataFrame(columns=["series", "state", "accuracy"])
+    groups = facets(sorted(df.series.unique(), key=str))
     fig, axes = _axes(len(groups), 6.4, 3.8)
     for k, (ax, group) in enumerate(zip(axes, groups)):
-        part = df[df.model.isin(group)].sort_values("state")
-        sns.lineplot(data=part, x="state", y="accuracy", hue="model", style="model", hue_order=group, style_order=group,
-                     markers=MARKERS[:len(group)], dashes=False, errorbar=None, ax=ax)
+        for i, name in enumerate(group):
+            part = df[df.series == name].sort_values("state")
+            marker = MARKERS[i % len(MARKERS)]
+            (line,) = ax.plot(part.state, part.accuracy, marker=marker, lw=1.2, label=name)
+            for r in long[long.series == name].itertuples():
+                ax.plot([r.state], [r.accuracy], marker=marker, ls="none", mfc="none", color=line.get_color(),
+                        label="_nolegend_")
+                base = part[part.state == r.state].accuracy
+                if len(base):
+                    ax.plot([r.state, r.state], [float(base.iloc[0]), r.accuracy], color=line.get_color(), lw=0.6,
+                            ls=":", label="_nolegend_")
+        if len(long[long.series.isin(group)]):
+            ax.plot([], [], marker="o", ls="none", mfc="none", color="grey", label="4x the budget (hollow)")
         ax.step(front["state"], front["accuracy"], where="post", color="black", lw=1.2, ls="--", label="Pareto frontier")
         ax.axhline(TARGET, color="grey", lw=0.9, ls=":", label=f"{TARGET}")
         if "floor" in df and df["floor"].notna().any():

@@ -1,13 +1,21 @@
-"""The recall-memory frontier: accuracy against state size, one line per model, the Pareto
-frontier marked, and the least state that reaches 0.9 and 0.99 per model (the frontier
+"""The recall-memory frontier: accuracy against state size, one line per model setting, the
+Pareto frontier marked, and the least state that reaches 0.9 and 0.99 per line (the frontier
 experiments of ``evalsuite reproduce`` judge this picture). Leads the report when a task was run
-with several models at several state sizes."""
+with several models at several state sizes.
+
+One plot is one task setting (task, T, D) at one base budget: runs trained for another budget
+(another experiment's) never share a plot or a frontier with it, and a line is one setting swept
+over the axis that sets its state (``state_axis``), so runs of another width or layer count never
+join it. A point's 4x rerun (``BUDGET_FACTOR`` x a budget the same point also ran, the protocol's
+escalation) is drawn hollow beside its base point: a capacity does not move with budget, a
+shortfall of budget does."""
 from __future__ import annotations
 
 import math
 
 import pandas as pd
 
+from evalsuite.config import BUDGET_FACTOR, setting_key
 from evalsuite.records import TARGET_ACCURACY
 from evalsuite.reports import plots
 
@@ -28,39 +36,96 @@ def pareto(rows: list[dict]) -> list[dict]:
     return front
 
 
+def state_axis(model: dict) -> str:
+    """The model key that sets a run's state along its line: the key-side feature size where set
+    (width then fixed), else the window of a windowed mixer, else the width."""
+    if model.get("feature_dim") is not None:
+        return "feature_dim"
+    if model.get("window") is not None:
+        return "window"
+    return "d_model"
+
+
+def line_key(config: dict) -> str:
+    """A run's line: its setting (``config.setting_key``: less seed, rate and budget) less the key
+    that sets its state (``state_axis``)."""
+    axis = state_axis(config["model"])
+    return setting_key({**config, "model": {k: v for k, v in config["model"].items() if k != axis}})
+
+
+def line_names(rows: pd.DataFrame) -> dict[str, str]:
+    """Line -> its legend name: the model label; where two lines of a plot would share one, the
+    width (a line over the width says so) and a layer count other than 2, then a number."""
+    first = rows.groupby("line").first()
+    names = dict(first.model)
+    counts = pd.Series(names).value_counts()
+    for c, r in first.iterrows():
+        if counts[names[c]] > 1:
+            names[c] = (f"{r.model}, " + ("over width" if r.axis == "d_model" else f"width {r.width}")
+                        + ("" if r.layers == 2 else f", {r.layers} layer{'s' * (r.layers != 1)}"))
+    seen: dict[str, int] = {}
+    for c in sorted(names):
+        seen[names[c]] = seen.get(names[c], 0) + 1
+        if seen[names[c]] > 1:
+            names[c] += f" ({seen[names[c]]})"
+    return names
+
+
 class Frontier(Section):
     id, title, order = "frontier", "Frontier", 5
     leads = True  # the recall-memory picture heads a reproduction report
 
     def build(self, data: ReportData, fmt: str) -> dict | None:
+        configs = {r.run_id: r.config for r in data.runs}
         rows = pd.DataFrame([{"task": r["task"], "T": r["seq_len"], "D": r["pairs"], "model": r["model"],
-                              "state": r["state_size"], "zoology": r.get("state_zoology"), "accuracy": r["accuracy"], "val": r.get("val_accuracy"), "floor": r.get("chance"),
-                              "epochs": r["epochs"], "run": r["anchor"]}
-                             for r in data.summary if r["accuracy"] is not None and r["state_size"]])
+                              "state": r["state_size"], "zoology": r.get("state_zoology"), "accuracy": r["accuracy"],
+                              "std": r.get("accuracy_std"), "seeds": r.get("seeds"), "floor": r.get("chance"),
+                              "epochs": r["epochs"], "layers": r["n_layers"], "width": r["d_model"], "run": r["anchor"],
+                              "axis": state_axis(configs[r["anchor"]]["model"]),
+                              "point": setting_key(configs[r["anchor"]]), "line": line_key(configs[r["anchor"]])}
+                             for r in data.summary if r["accuracy"] is not None and r["state_size"]
+                             and r["anchor"] in configs])
         if rows.empty:
             return None
-        # one point per model and state: of its budgets (a 4x rerun is part of the protocol), the one that
-        # validates best (never chosen by test accuracy)
-        rows = rows.sort_values(["val", "epochs"], na_position="first").groupby(
-            ["task", "T", "D", "model", "state"], dropna=False).tail(1)
+        # a point's 4x rerun: BUDGET_FACTOR x a budget the same point also ran; the rest are base points
+        budgets = rows.groupby("point").epochs.agg(lambda e: set(e.dropna()))
+        rows["long"] = [pd.notna(e) and any(math.isclose(e, BUDGET_FACTOR * b) for b in budgets[p])
+                        for e, p in zip(rows.epochs, rows.point)]
+        rows["base"] = [e / BUDGET_FACTOR if lg else e for e, lg in zip(rows.epochs, rows.long)]
+        rows["line"] = rows.line + "|" + rows.base.map(lambda e: "" if pd.isna(e) else f"{e:.4g}")
         plots_, table, points = [], [], []
-        for (task, T, D), part in rows.groupby(["task", "T", "D"], dropna=False):
-            if part.model.nunique() < MIN_MODELS or len(part) < MIN_POINTS:
+        keys = ["task", "T", "D", "base"]
+        for (task, T, D, base), part in rows.groupby(keys, dropna=False, sort=True):
+            short, long = part[~part.long].copy(), part[part.long].copy()
+            if short.model.nunique() < MIN_MODELS or len(short) < MIN_POINTS:
                 continue
-            front = pd.DataFrame(pareto(part.to_dict("records")))
-            setting = f"{task}" + (f", T={T:g}, D={D:g}" if pd.notna(T) and pd.notna(D) else "")
-            plots_.append({"title": f"accuracy against state size: {setting}",
-                           "name": f"{task}" + (f"-T{T:g}-D{D:g}" if pd.notna(T) and pd.notna(D) else ""),
-                           "uri": plots.frontier(part, front, title=f"recall against state: {setting}", fmt=fmt)})
+            long = long[long.line.isin(set(short.line))]
+            names = line_names(short)
+            for df in (short, long):
+                df["series"] = df.line.map(names)
+            both = pd.concat([short, long])
+            front = pd.DataFrame(pareto(both.to_dict("records")))
+            shape = f", T={T:g}, D={D:g}" if pd.notna(T) and pd.notna(D) else ""
+            budget = "" if pd.isna(base) else f", {base:g} epochs" + (" (hollow: 4x)" if len(long) else "")
+            setting = f"{task}{shape}" + ("" if pd.isna(base) else f", {base:g} epochs")
+            plots_.append({"title": f"accuracy against state size: {task}{shape}{budget}",
+                           "name": f"{task}" + (f"-T{T:g}-D{D:g}" if shape else "") + ("" if pd.isna(base) else f"-{base:g}ep"),
+                           "uri": plots.frontier(short, front, title=f"recall against state: {task}{shape}{budget}",
+                                                 fmt=fmt, long=long)})
             on_front = set(front.run)
-            for model, m in part.groupby("model"):
-                reach = {lvl: m[m.accuracy >= lvl].sort_values("state").head(1) for lvl in LEVELS}
-                table.append({"setting": setting, "model": model, "points": len(m), "best": m.accuracy.max(),
-                              **{f"state_{lvl}": (None if r.empty else r.state.iloc[0]) for lvl, r in reach.items()},
-                              "zoology": (None if reach[LEVELS[0]].empty or pd.isna(reach[LEVELS[0]].zoology.iloc[0])
-                                          else reach[LEVELS[0]].zoology.iloc[0])})
-            points += [{**r, "setting": setting, "frontier": r["run"] in on_front}
-                       for r in part.sort_values(["model", "state"]).to_dict("records")]
+            for name, m in short.groupby("series", sort=True):
+                ml = long[long.series == name]
+                reach = {lvl: m[m.accuracy >= lvl].state.min() for lvl in LEVELS}
+                with_4x = pd.concat([m, ml])
+                reach_4x = with_4x[with_4x.accuracy >= LEVELS[0]].sort_values("state").head(1)
+                table.append({"setting": setting, "model": name, "points": len(m), "best": m.accuracy.max(),
+                              "best_4x": None if ml.empty else ml.accuracy.max(),
+                              **{f"state_{lvl}": (None if pd.isna(s) else s) for lvl, s in reach.items()},
+                              "state_4x": None if reach_4x.empty else reach_4x.state.iloc[0],
+                              "zoology": (None if reach_4x.empty or pd.isna(reach_4x.zoology.iloc[0])
+                                          else reach_4x.zoology.iloc[0])})
+            points += [{**r, "setting": setting, "budget": "4x" if r["long"] else "base", "frontier": r["run"] in on_front}
+                       for r in both.sort_values(["series", "state", "long"]).to_dict("records")]
         if not plots_:
             return None
-        return {"plots": plots_, "table": table, "points": points, "levels": LEVELS}
+        return {"plots": plots_, "table": table, "points": points, "levels": LEVELS, "factor": BUDGET_FACTOR}

@@ -23,8 +23,8 @@ def test_headline_figures_are_the_capacity_law_and_frontier_plots_as_png():
     assert names == ["capacity-law-collapse.png", "capacity-law-retrieved.png"]
     assert all(data.startswith(PNG) for _, _, data in figures)
     assert [n for n, _, _ in headline_figures({"frontier-delta": runs})] == [
-        "frontier-recall-T16-D4.png", "frontier-recall-T32-D8.png", "frontier-recall-T64-D16.png",
-        "frontier-recall-T128-D32.png"]
+        "frontier-recall-T16-D4-8ep.png", "frontier-recall-T32-D8-8ep.png", "frontier-recall-T64-D16-8ep.png",
+        "frontier-recall-T128-D32-8ep.png"]  # one per setting and base budget (8 epochs; the 4x reruns drawn on it)
     assert headline_figures({}) == [] and headline_figures({"capacity-law": []}) == []
 
 

@@ -46,9 +46,9 @@ def test_every_builder_draws_within_the_rules(monkeypatch):
                    long=pd.DataFrame([{"series": f"s{m}", "ratio": 4.0, "accuracy": 0.9} for m in range(5)]))
     plots.bars(pd.DataFrame([{"x": f"L{i}", "y": i + 1.0, "model": f"m{m}"} for m in range(4) for i in range(3)]),
                "x", "y", "model", title="b", ylabel="y")
-    points = pd.DataFrame([{"model": f"m{m}", "state": 2 ** (m + i), "accuracy": i / 4, "floor": 0.06, "run": f"{m}{i}"}
+    points = pd.DataFrame([{"series": f"m{m}", "state": 2 ** (m + i), "accuracy": i / 4, "floor": 0.06, "run": f"{m}{i}"}
                            for m in range(3) for i in range(4)])
-    plots.frontier(points, points.head(3), title="f")
+    plots.frontier(points, points.head(3), title="f", long=points.head(2).assign(accuracy=0.9))
     plots.verdict_cells([{"label": "elu+1 D=16", "floor": 0.1, "seeds": {0: 0.5, 1: 0.6}, "long": {0: 0.55}}])
     assert len(seen) == 5 and all(s["violations"] == [] for s in seen), seen
 

@@ -251,16 +251,18 @@ def test_svg_plots(report_store, tmp_path):
 
 
 
-def test_frontier_section_leads_and_marks_the_pareto_frontier():
+def _frontier_run(model, d_model, acc, state, epochs=3, seed=0, **opts):
     from evalsuite.records import RunRecord
 
-    def run(model, d_model, acc, state, **opts):
-        config = {"task": {"name": "recall", "seq_len": 64, "num_kv_pairs": 16},
-                  "model": {"name": model, "d_model": d_model, "n_layers": 2, **opts},
-                  "train": {"lr": 0.003, "epochs": 3}, "seed": 0}
-        return RunRecord(run_id=f"{model}{d_model}{opts}", config=config, status="done",
-                         metrics={"accuracy": acc, "val_accuracy": acc, "state_size": state})
+    config = {"task": {"name": "recall", "seq_len": 64, "num_kv_pairs": 16},
+              "model": {"name": model, "d_model": d_model, "n_layers": 2, **opts},
+              "train": {"lr": 0.003, "epochs": epochs}, "seed": seed}
+    return RunRecord(run_id=f"{model}{d_model}{opts}{epochs}", config=config, status="done",
+                     metrics={"accuracy": acc, "val_accuracy": acc, "state_size": state, "floor": 0.11})
 
+
+def test_frontier_section_leads_and_marks_the_pareto_frontier():
+    run = _frontier_run
     runs = [run("delta", 16, 0.9, 600), run("delta", 32, 0.99, 2200), run("linear", 16, 0.3, 700, feature_map="elu1"),
             run("linear", 32, 0.95, 2300, feature_map="elu1"), run("swa", 32, 0.5, 2048, window=16)]
     html = builder.render(runs)
@@ -269,9 +271,43 @@ def test_frontier_section_leads_and_marks_the_pareto_frontier():
     table = frontier_part[:frontier_part.index("<details>")]  # the per-model table, before the points
     assert "Pareto frontier" in frontier_part and "least state reaching 0.9" in frontier_part
     # delta reaches 0.9 at 600 floats; elu+1 only at 2,300; the sliding window never
-    rows = re.findall(r"<tr><td>recall, T=64, D=16</td><td>([^<]+)</td><td class=\"num\">\d+</td><td class=\"num\">[^<]*</td>\s*"
-                      r"<td class=\"num\">([^<]+)</td>", table)
+    rows = re.findall(r"<tr><td>recall, T=64, D=16, 3 epochs</td><td>([^<]+)</td><td class=\"num\">\d+</td>"
+                      r"<td class=\"num\">[^<]*</td><td class=\"num\">[^<]*</td>\s*<td class=\"num\">([^<]+)</td>", table)
     assert dict(rows) == {"delta": "600", "linear/elu1": "2300", "swa": "never"}
+
+
+def test_frontier_keeps_budgets_apart_and_draws_a_4x_rerun_on_its_base_point():
+    """Runs of another base budget (another experiment's) make their own plot and frontier, a 4x
+    rerun is its base point's hollow twin (not a point of its own line), and lines of another
+    width never join: the picture a reviewer reads never mixes budgets or settings."""
+    from evalsuite.reports.builder import _slices, summarize
+    from evalsuite.reports.sections import ReportData
+    from evalsuite.reports.sections.frontier import Frontier
+
+    run = _frontier_run
+    runs = [run("delta", 64, 0.14, 900, feature_dim=4), run("delta", 64, 0.70, 900, epochs=12, feature_dim=4),
+            run("delta", 64, 0.95, 1400, feature_dim=8), run("delta", 64, 0.99, 2400, feature_dim=16),
+            run("delta", 32, 0.10, 450, feature_dim=4),  # another width: its own line
+            run("linear", 64, 0.2, 900, feature_dim=4, feature_map="elu1"),
+            run("linear", 64, 0.5, 1400, feature_dim=8, feature_map="elu1"),
+            # another experiment's budget: 32 epochs is 4x no budget these points ran, so a plot of its own
+            run("linear", 64, 0.98, 1400, epochs=32, feature_dim=8, feature_map="elu1"),
+            run("delta", 64, 0.97, 1400, epochs=32, feature_dim=8), run("softmax", 64, 0.99, 16000, epochs=32),
+            run("linear", 64, 0.9, 700, epochs=32, feature_dim=4, feature_map="elu1")]
+    summary = summarize(runs)
+    out = Frontier().build(ReportData(runs, summary, _slices(runs, {r["anchor"] for r in summary}), None), "svg")
+    assert [p["name"] for p in out["plots"]] == ["recall-T64-D16-3ep", "recall-T64-D16-32ep"]
+    by = {(p["setting"], p["series"], p["state"], p["budget"]): p["accuracy"] for p in out["points"]}
+    three = "recall, T=64, D=16, 3 epochs"
+    assert by[(three, "delta, width 64", 900, "base")] == 0.14 and by[(three, "delta, width 64", 900, "4x")] == 0.70
+    assert (three, "delta, width 32", 450, "base") in by
+    assert not any(k[0] == three and k[2] == 700 for k in by)  # the 32-epoch elu+1 point is not on the 3-epoch plot
+    table = {(r["setting"], r["model"]): r for r in out["table"]}
+    d = table[(three, "delta, width 64")]
+    assert (d["points"], d["best"], d["best_4x"], d["state_0.9"], d["state_4x"]) == (3, 0.99, 0.70, 1400, 1400)
+    assert table[("recall, T=64, D=16, 32 epochs", "linear/elu1")]["state_0.9"] == 700
+    front = {(p["series"], p["state"], p["budget"]) for p in out["points"] if p["frontier"] and p["setting"] == three}
+    assert ("delta, width 64", 900, "4x") in front and ("delta, width 64", 900, "base") not in front
 
 
 def test_compact_report_keeps_each_run_and_what_verdicts_read_but_not_curves_or_other_analyses(rendered):
