@@ -170,7 +170,7 @@ class RunConfig:
     @classmethod
     def from_dict(cls, data: dict) -> "RunConfig":
         """A stored configuration read back (it was validated when it was resolved)."""
-        return cls(TaskSpec.from_section(data["task"]), ModelSpec.parse(data["model"]), TrainConfig(**data["train"]),
+        return cls(TaskSpec.from_section(data["task"]), ModelSpec.parse(data["model"], stored=True), TrainConfig(**data["train"]),
                    data["seed"], dict(data.get("plugins") or {}))
 
     def replace(self, *, lr: float | None = None, epochs: float | None = None, seed: int | None = None,

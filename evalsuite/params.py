@@ -28,6 +28,11 @@ class Params(BaseModel):
     # fields added after runs were stored: the dump (and so a run's config and id) leaves them out
     # while they are at their default, so the ids of runs that do not use them stay what they were
     LATE_FIELDS: ClassVar[frozenset[str]] = frozenset()
+    # fields added after runs were stored whose default computes something else than those runs did:
+    # name -> the value those runs had. The dump leaves the field out at that value (so the old runs
+    # keep their ids, and a run that asks for the old behaviour is one of them), and a stored section
+    # read back without it gets that value (``stored_section``), never the new default
+    LEGACY: ClassVar[dict[str, Any]] = {}
 
     @model_serializer(mode="wrap")
     def _omit_late_defaults(self, handler):
@@ -35,7 +40,16 @@ class Params(BaseModel):
         for name in self.LATE_FIELDS:
             if name in data and data[name] == type(self).model_fields[name].default:
                 del data[name]
+        for name, value in self.LEGACY.items():
+            if name in data and data[name] == value:
+                del data[name]
         return data
+
+    @classmethod
+    def stored_section(cls, values: dict) -> dict:
+        """``values`` as a stored section means them: a ``LEGACY`` field it leaves out at the value
+        runs stored before the field had."""
+        return {**{k: v for k, v in cls.LEGACY.items() if k not in values}, **values}
 
     @field_validator("*", mode="before")
     @classmethod

@@ -37,8 +37,10 @@ def mixer_class(name) -> type[Mixer]:
     return cls
 
 
-def split_options(name, options: dict) -> tuple[BackboneOptions, MixerOptions]:
-    """Separate backbone options from the mixer's own; unknown keys raise ``ValueError``."""
+def split_options(name, options: dict, stored: bool = False) -> tuple[BackboneOptions, MixerOptions]:
+    """Separate backbone options from the mixer's own; unknown keys raise ``ValueError``.
+    ``stored``: the options of a stored run (``Params.stored_section``: a field it leaves out that
+    changed what runs compute takes the value of the runs stored before it)."""
     cls = mixer_class(name)
     backbone_keys = set(BackboneOptions.model_fields)
     mixer_keys = set(cls.Options.model_fields)
@@ -46,9 +48,11 @@ def split_options(name, options: dict) -> tuple[BackboneOptions, MixerOptions]:
     if unknown:
         raise ValueError(f"unknown option(s) {sorted(unknown)} for model {name!r}; valid: "
                          f"{sorted(backbone_keys | mixer_keys)}")
-    backbone = BackboneOptions(**{k: v for k, v in options.items() if k in backbone_keys})
-    mixer = cls.Options(**{k: v for k, v in options.items() if k in mixer_keys})
-    return backbone, mixer
+    backbone = {k: v for k, v in options.items() if k in backbone_keys}
+    mixer = {k: v for k, v in options.items() if k in mixer_keys}
+    if stored:
+        backbone, mixer = BackboneOptions.stored_section(backbone), cls.Options.stored_section(mixer)
+    return BackboneOptions(**backbone), cls.Options(**mixer)
 
 
 class ModelConfig(Params):
@@ -74,13 +78,14 @@ class ModelSpec:
     mixer: MixerOptions
 
     @classmethod
-    def parse(cls, section: dict) -> "ModelSpec":
+    def parse(cls, section: dict, stored: bool = False) -> "ModelSpec":
         """Split a flat model section (``name``, size, backbone and mixer options) into typed parts;
-        pydantic ``ValidationError`` or ``ValueError`` (unknown option) on bad input."""
+        pydantic ``ValidationError`` or ``ValueError`` (unknown option) on bad input. ``stored``: a
+        section a run stored (``split_options``)."""
         values = dict(section)
         name = values.pop("name")
         base = ModelConfig(**{k: values.pop(k) for k in list(values) if k in ModelConfig.model_fields})
-        backbone, mixer = split_options(name, values)
+        backbone, mixer = split_options(name, values, stored=stored)
         return cls(name, base, backbone, mixer)
 
     def section(self) -> dict:

@@ -11,13 +11,26 @@ RWKV-7's k_k and k_a). Here S is stored transposed, d_k x d_v as in models/ops.p
 
     S_t = (Diag(w_t) - (a_t * kappa_t) kappa_t^T) S_{t-1} + ktilde_t v_t^T,    o_t = S_t^T r_t.
 
-With a_t = 1, alpha = 1 and w_t = 1 this is the delta rule with beta = 1. Deviations from
-RWKV-7 (docs/MODELS.md): no token shift (the backbone's short convolution mixes neighbours), plain
+With a_t = 1, alpha = 1 and w_t = 1 this is the delta rule with beta = 1.
+
+Initialisation (``decay_init``, default ``rwkv7``): RWKV-7 starts w_0 at a ramp over the layer's
+channels, w_0[n] = -6.5 + 5 (n / (C - 1))^(0.85 + sqrt(l / (L - 1))) for layer l of L, so the
+decays start between exp(-e^{-1/2} sigmoid(-6.5)) = 0.999 and exp(-e^{-1/2} sigmoid(-1.5)) = 0.896:
+most channels remember hundreds of tokens from the first step. The backbone's generic
+initialisation zeroes every bias, which would start every decay at exp(-e^{-1/2} / 2) = 0.738 per
+token (a memory of a few tokens; ``uniform``, the form trained here before 2026-12-06: the
+configurations of those runs have no ``decay_init``, and read back they get ``uniform``,
+``Params.LEGACY``). The ramp is a fixed offset added to the decay's
+pre-activation (``w0``), the learned bias starting at zero beside it: the same function and
+gradients as RWKV-7's learned w_0 started at the ramp.
+
+Deviations from RWKV-7 (docs/MODELS.md): no token shift (the backbone's short convolution mixes neighbours), plain
 linear maps for w, a (RWKV-7 uses low-rank ones), no bonus term u, no value residual, no
 GroupNorm or output gate; trained with the recurrent loop (no chunked kernel here)."""
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
@@ -33,6 +46,19 @@ DECAY_SCALE = math.exp(-0.5)  # RWKV-7: w = exp(-0.606531 sigmoid(.)), so w lies
 class RWKV7Options(MixerOptions):
     feature_dim: int | None = Field(None, ge=1, description="key (and receptance) size per head, d_k: the state is "
                                                            "d_k x head size; default: the head size")
+    decay_init: Literal["rwkv7", "uniform"] = Field(
+        "rwkv7", description="rwkv7: w_0 starts at RWKV-7's ramp over channels (decays 0.896 to 0.999 at the first "
+                             "step); uniform: w_0 = 0 (every decay 0.738 per token, a memory of a few tokens)")
+    LEGACY = {"decay_init": "uniform"}  # what RWKV-7 runs stored before the option (2026-12-06) trained with
+
+
+def decay_offset(channels: int, layer: int = 0, n_layers: int = 1) -> torch.Tensor:
+    """RWKV-7's initial w_0 over a layer's ``channels`` (all heads' key channels, in order):
+    -7 + 5 (n / (C - 1))^(0.85 + sqrt(layer / (n_layers - 1))) + 0.5 (the 0.5 is its softplus
+    offset), float32 ``[channels]``."""
+    ratio = layer / (n_layers - 1) if n_layers > 1 else 0.0
+    n = torch.arange(channels, dtype=torch.float64) / max(channels - 1, 1)
+    return (-7 + 5 * n ** (0.85 + ratio ** 0.5) + 0.5).float()
 
 
 def step(r, k, v, w, a, kappa, state):
@@ -63,7 +89,7 @@ class RWKV7(Mixer):
 
     Options = RWKV7Options
 
-    def __init__(self, d_model, n_heads, options: RWKV7Options, feature_map=None):
+    def __init__(self, d_model, n_heads, options: RWKV7Options, feature_map=None, layer: int = 0, n_layers: int = 1):
         super().__init__(d_model, n_heads, options)
         self.qk_dim = options.feature_dim or self.head_dim
         inner = n_heads * self.qk_dim
@@ -73,6 +99,16 @@ class RWKV7(Mixer):
         self.xi = nn.Parameter(torch.full((n_heads, self.qk_dim), 0.85))     # RWKV-7's k_k
         self.alpha = nn.Parameter(torch.ones(n_heads, self.qk_dim))          # RWKV-7's k_a
         self.out = nn.Linear(d_model, d_model, bias=False)
+        # RWKV-7's initial w_0 as a fixed offset beside the learned bias (which the backbone zeroes);
+        # computed from the options, so not saved with the weights
+        w0 = decay_offset(inner, layer, n_layers) if options.decay_init == "rwkv7" else torch.zeros(inner)
+        self.register_buffer("w0", w0, persistent=False)
+
+    @classmethod
+    def build_layers(cls, d_model, n_heads, n_layers, options: RWKV7Options, feature_map=None):
+        """Each layer knows its depth: RWKV-7's initial decays depend on it."""
+        return [cls(d_model, n_heads, options, feature_map=feature_map, layer=i, n_layers=n_layers)
+                for i in range(n_layers)]
 
     def _project(self, x):
         """r, the replacement key, v, w, a and kappa of ``x [..., d_model]``, heads split off
@@ -81,7 +117,7 @@ class RWKV7(Mixer):
         r, k, v = self.rkv(x).split([inner, inner, self.d_model], dim=-1)
         r, k = (t.unflatten(-1, (self.n_heads, self.qk_dim)) for t in (r, k))  # [..., H*dk] -> [..., H, dk]
         v = v.unflatten(-1, (self.n_heads, self.head_dim))
-        w = torch.exp(-DECAY_SCALE * torch.sigmoid(self.decay(x))).unflatten(-1, (self.n_heads, self.qk_dim))
+        w = torch.exp(-DECAY_SCALE * torch.sigmoid(self.decay(x) + self.w0)).unflatten(-1, (self.n_heads, self.qk_dim))
         a = torch.sigmoid(self.rate(x)).unflatten(-1, (self.n_heads, self.qk_dim))
         kappa = F.normalize(k * self.xi, dim=-1, eps=1e-6)
         k = k * (1 + (a - 1) * self.alpha)

@@ -72,7 +72,10 @@ def families(scale: str) -> list[Family]:
         Family("RetNet", {"model": "gla", "model.gate": "fixed", "model.n_heads": 4, "model.value_expansion": 2,
                           "model.output_gate": True, **fixed_width}, axis, values, "decayed"),
         # the delta rule's newest kin (issue 29): shown on the frontier, read by no verdict yet
-        Family("RWKV-7", {"model": "rwkv7", **fixed_width}, axis, values, "generalised-delta"),
+        # with RWKV-7's initial decays (named, so that runs stored before they were, which started every
+        # decay at 0.738 per token, never join its cells)
+        Family("RWKV-7", {"model": "rwkv7", "model.decay_init": "rwkv7", **fixed_width}, axis, values,
+               "generalised-delta"),
         Family("DeltaProduct", {"model": "deltaproduct", **fixed_width}, axis, values, "generalised-delta"),
         Family("sliding window", {"model": "swa", "model.d_model": width}, "model.window", windows, "window"),
         Family("Based", {"model": "based", "model.d_model": based_width, "model.window": based_window}, "model.feature_dim",

@@ -42,7 +42,8 @@ def committed():
 
 # experiments whose grid gained points since the committed reproduction was made (their new points
 # cannot be in it until it is regenerated): name -> why
-NEW_POINTS: dict[str, str] = {}
+NEW_POINTS: dict[str, str] = {name: "RWKV-7's points now name decay_init=rwkv7 (its initial decays; 2026-12-06)"
+                              for name in ("frontier-delta", "frontier-swa", "frontier-based")}
 
 
 def test_every_sweep_point_of_the_committed_reproduction_is_still_one_of_its_runs(committed):
@@ -65,3 +66,20 @@ def test_stored_configurations_read_back_as_the_same_run(committed):
     for r in committed["runs"]:
         assert run_id(r.config) == r.run_id
         assert RunConfig.from_dict(r.config).run_id == r.run_id, r.run_id
+
+
+def test_a_field_that_changed_what_runs_compute_keeps_old_runs_what_they_were():
+    """RWKV-7's decay_init (2026-12-06) changed its default initialisation. A run stored before has
+    no decay_init: read back it is a uniform-init run with its own id (so its weights are analysed
+    with the function they were trained in); a new run names rwkv7 and has a new id; asking for
+    uniform today is the old run."""
+    old = resolve("recall", "rwkv7", overrides={"model.decay_init": "uniform"})
+    section = old.as_dict()["model"]
+    assert "decay_init" not in section  # stored as the runs before the field were
+    back = RunConfig.from_dict(old.as_dict())
+    assert back.model.mixer.decay_init == "uniform" and back.run_id == old.run_id == run_id(old.as_dict())
+    new = resolve("recall", "rwkv7")
+    assert new.as_dict()["model"]["decay_init"] == "rwkv7" and new.run_id != old.run_id
+    assert RunConfig.from_dict(new.as_dict()).run_id == new.run_id
+    # a configuration written by hand (not stored) without the field gets today's default
+    assert resolve("recall", "rwkv7", overrides={"model.feature_dim": 8}).model.mixer.decay_init == "rwkv7"

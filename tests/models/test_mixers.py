@@ -216,3 +216,34 @@ def test_rwkv7_against_the_papers_row_form_in_float64():
     assert mixer.state_size(100) == 2 * 3 * 8 and mixer.key_features() == 3
     wide = RWKV7(64, 4, RWKV7.Options())
     assert wide.state_size(1) == 64 * 64 // 4  # H x (d/H)^2 = d^2 / H
+
+
+@pytest.mark.parametrize("n_layers", [1, 2, 4], ids=lambda n: f"{n}-layers")
+def test_rwkv7_starts_its_decays_at_the_papers_ramp(n_layers):
+    """RWKV-7 initialises w_0[n] = -7 + 5 (n / (C - 1))^(0.85 + (l / (L - 1))^0.5) + 0.5 over the C
+    key channels of layer l of L (RWKV-LM's x070 time mixing, written out here as a loop), so a
+    freshly built model's decays run from about 0.999 down to 0.896 on every layer; with
+    decay_init=uniform (w_0 = 0) every decay starts at exp(-e^{-1/2} / 2) = 0.738."""
+    from evalsuite.models import build
+
+    def papers_w0(C, layer, L):
+        ratio = layer / (L - 1) if L > 1 else 0.0
+        return [-7 + 5 * (n / (C - 1)) ** (0.85 + 1.0 * ratio ** 0.5) + 0.5 for n in range(C)]
+
+    for init in ("rwkv7", "uniform"):
+        model = build("rwkv7", vocab_size=16, d_model=32, n_layers=n_layers, n_heads=2, feature_dim=8, decay_init=init,
+                      max_len=8)
+        x = torch.randn(3, 5, 32)
+        for layer, block in enumerate(model.blocks):
+            mixer = block.mixer
+            expected = papers_w0(16, layer, n_layers) if init == "rwkv7" else [0.0] * 16
+            torch.testing.assert_close(mixer.w0, torch.tensor(expected, dtype=torch.float32), rtol=0, atol=1e-5)
+            with torch.no_grad():
+                mixer.decay.weight.zero_()  # the data-dependent part aside: the decays the offset alone sets
+                w = mixer._project(x)[3]  # [B, T, H, dk]
+            closed = torch.exp(-math.exp(-0.5) * torch.sigmoid(torch.tensor(expected))).view(2, 8)
+            torch.testing.assert_close(w, closed.expand_as(w), rtol=0, atol=1e-6)
+            if init == "rwkv7":
+                assert 0.999 < w.max() < 1 and 0.895 < w.min() < 0.897  # exp(-e^-0.5 sigmoid(-6.5)), ... (-1.5)
+            else:
+                assert torch.allclose(w, torch.tensor(math.exp(-math.exp(-0.5) / 2)))  # 0.738
