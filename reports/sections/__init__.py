@@ -34,6 +34,31 @@ class ReportData:
     compact: bool = False  # a committed report: tables of per-run rows are summarised (``per_head``)
 
 
+def mark_budgets(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` (one per configuration, with ``point``: its ``config.setting_key``, and ``epochs``)
+    with ``long``: a 4x rerun, BUDGET_FACTOR x a budget the same point also ran (the protocol's
+    escalation), and ``base``: the budget it is drawn beside (its own for the rest)."""
+    from evalsuite.config import BUDGET_FACTOR
+
+    budgets = rows.groupby("point").epochs.agg(lambda e: set(e.dropna()))
+    rows = rows.copy()
+    rows["long"] = [pd.notna(e) and any(math.isclose(e, BUDGET_FACTOR * b) for b in budgets[p])
+                    for e, p in zip(rows.epochs, rows.point)]
+    rows["base"] = [e / BUDGET_FACTOR if lg else e for e, lg in zip(rows.epochs, rows.long)]
+    return rows
+
+
+def numbered(names: dict[str, str]) -> dict[str, str]:
+    """Legend names made distinct: the second and later holders of a name (in key order) get
+    " (2)", " (3)" ..."""
+    out, seen = dict(names), {}
+    for key in sorted(out):
+        seen[out[key]] = seen.get(out[key], 0) + 1
+        if seen[out[key]] > 1:
+            out[key] += f" ({seen[out[key]]})"
+    return out
+
+
 PER_HEAD_KEYS = ["model", "task", "setting", "layer", "head"]
 
 

@@ -5,15 +5,13 @@ and the capacity each map shows in the trained probe beside what trained models 
 the report where recall runs sweep D across d' (``evalsuite reproduce capacity-law``)."""
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
 from evalsuite.analysis.capacity import probe_capacities
-from evalsuite.config import BUDGET_FACTOR, setting_key
+from evalsuite.config import setting_key
 from evalsuite.reports import plots
 
-from . import ReportData, Section
+from . import ReportData, Section, mark_budgets, numbered
 
 MIN_POINTS = 3  # a curve needs this many D values to be drawn
 
@@ -37,9 +35,7 @@ class CapacityLaw(Section):
         # another width, vocabulary or budget (another experiment's) never join it. A point's 4x
         # rerun (BUDGET_FACTOR x a budget the point also ran) is drawn hollow beside its base: a
         # capacity does not move with budget, a shortfall of budget does
-        budgets = rows.groupby("point").epochs.agg(set)
-        rows["long"] = [any(math.isclose(e, BUDGET_FACTOR * b) for b in budgets[p]) for e, p in zip(rows.epochs, rows.point)]
-        rows["base"] = [e / BUDGET_FACTOR if lg else e for e, lg in zip(rows.epochs, rows.long)]
+        rows = mark_budgets(rows)
         rows["curve"] = rows.curve + "|" + rows.base.map(lambda e: f"{e:.4g}")
         rows, long = rows[~rows.long], rows[rows.long]
         rows = rows.groupby("curve").filter(lambda g: g.D.nunique() >= MIN_POINTS).copy()
@@ -85,9 +81,4 @@ def series_names(rows: pd.DataFrame) -> dict[str, str]:
              for c, r in first.iterrows()}
     counts = pd.Series(short).value_counts()
     names = {c: n if counts[n] == 1 else f"{n}, width {first.width[c]}, {first.base[c]:g} epochs" for c, n in short.items()}
-    seen: dict[str, int] = {}
-    for c in sorted(names):
-        seen[names[c]] = seen.get(names[c], 0) + 1
-        if seen[names[c]] > 1:
-            names[c] += f" ({seen[names[c]]})"
-    return names
+    return numbered(names)

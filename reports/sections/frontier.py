@@ -19,7 +19,7 @@ from evalsuite.config import BUDGET_FACTOR, setting_key
 from evalsuite.records import TARGET_ACCURACY
 from evalsuite.reports import plots
 
-from . import ReportData, Section
+from . import ReportData, Section, mark_budgets, numbered
 
 MIN_MODELS, MIN_POINTS = 2, 4  # below this there is no picture to draw
 LEVELS = (0.9, TARGET_ACCURACY)  # the accuracies whose least state the table shows
@@ -63,12 +63,7 @@ def line_names(rows: pd.DataFrame) -> dict[str, str]:
         if counts[names[c]] > 1:
             names[c] = (f"{r.model}, " + ("over width" if r.axis == "d_model" else f"width {r.width}")
                         + ("" if r.layers == 2 else f", {r.layers} layer{'s' * (r.layers != 1)}"))
-    seen: dict[str, int] = {}
-    for c in sorted(names):
-        seen[names[c]] = seen.get(names[c], 0) + 1
-        if seen[names[c]] > 1:
-            names[c] += f" ({seen[names[c]]})"
-    return names
+    return numbered(names)
 
 
 class Frontier(Section):
@@ -87,11 +82,7 @@ class Frontier(Section):
                              and r["anchor"] in configs])
         if rows.empty:
             return None
-        # a point's 4x rerun: BUDGET_FACTOR x a budget the same point also ran; the rest are base points
-        budgets = rows.groupby("point").epochs.agg(lambda e: set(e.dropna()))
-        rows["long"] = [pd.notna(e) and any(math.isclose(e, BUDGET_FACTOR * b) for b in budgets[p])
-                        for e, p in zip(rows.epochs, rows.point)]
-        rows["base"] = [e / BUDGET_FACTOR if lg else e for e, lg in zip(rows.epochs, rows.long)]
+        rows = mark_budgets(rows)  # a point's 4x rerun (long) and the base budget it is drawn beside
         rows["line"] = rows.line + "|" + rows.base.map(lambda e: "" if pd.isna(e) else f"{e:.4g}")
         plots_, table, points = [], [], []
         keys = ["task", "T", "D", "base"]
