@@ -296,7 +296,7 @@ def test_frontier_keeps_budgets_apart_and_draws_a_4x_rerun_on_its_base_point():
             run("linear", 64, 0.9, 700, epochs=32, feature_dim=4, feature_map="elu1")]
     summary = summarize(runs)
     out = Frontier().build(ReportData(runs, summary, _slices(runs, {r["anchor"] for r in summary}), None), "svg")
-    assert [p["name"] for p in out["plots"]] == ["recall-T64-D16-3ep", "recall-T64-D16-32ep"]
+    assert [p["name"] for p in out["plots"]] == ["recall-T64-D16-3ep", "recall-T64-D16-32ep"]  # most points first
     by = {(p["setting"], p["series"], p["state"], p["budget"]): p["accuracy"] for p in out["points"]}
     three = "recall, T=64, D=16, 3 epochs"
     assert by[(three, "delta, width 64", 900, "base")] == 0.14 and by[(three, "delta, width 64", 900, "4x")] == 0.70
