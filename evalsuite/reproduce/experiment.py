@@ -71,10 +71,9 @@ class Experiment:
         escalation adds; ``config.setting_key``): a run another experiment's sweep trained on
         another configuration is not this experiment's, whichever sweep of the store lists it
         (a store merged before reports said whose each run is gave every run to every experiment).
-        All of ``runs`` where it has no sweep. Read where a store's runs are gathered for it
-        (``runner.experiment_runs``) and by the check of a published report's membership
-        (tests/reports/test_rederive.py), not where runs are judged: the verdict tests' synthetic
-        run sets carry only the keys their cells read."""
+        All of ``runs`` where it has no sweep. Read by the check of a published report's
+        membership (tests/reports/test_rederive.py), not where runs are judged: the verdict tests'
+        synthetic run sets carry only the keys their cells read."""
         keys = _sweep(self, scale)[1]
         return runs if keys is None else [r for r in runs if setting_key(r.config) in keys]
 

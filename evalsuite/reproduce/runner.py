@@ -30,9 +30,7 @@ def escalation_name(name: str, scale: str) -> str:
 
 def experiment_runs(exp: Experiment, scale: str, store) -> list[RunRecord]:
     """The experiment's stored runs: its sweep's points plus what escalation added (experiments
-    that share one sweep share what each one's escalation added), of its points' settings only
-    (``Experiment.of_points``): a run its escalation added at a setting its points have since left
-    (RWKV-7 before its ``decay_init``) is no longer its run."""
+    that share one sweep share what each one's escalation added)."""
     from evalsuite.sweep import expand
 
     if not store.path.exists():
@@ -43,7 +41,7 @@ def experiment_runs(exp: Experiment, scale: str, store) -> list[RunRecord]:
     for sweep in store.sweeps():
         if sweep["name"] in wanted:
             ids |= set(store.sweep_runs(sweep["sweep_id"])[1])
-    return exp.of_points(store.runs(sorted(ids)), scale) if ids else []
+    return store.runs(sorted(ids)) if ids else []
 
 
 def _record(store, name: str, points: list) -> None:
