@@ -20,13 +20,13 @@ most channels remember hundreds of tokens from the first step. The backbone's ge
 initialisation zeroes every bias, which would start every decay at exp(-e^{-1/2} / 2) = 0.738 per
 token (a memory of a few tokens; ``uniform``, the form trained here before 2026-12-06: the
 configurations of those runs have no ``decay_init``, and read back they get ``uniform``,
-``Params.LEGACY``). The ramp is a fixed offset added to the decay's
-pre-activation (``w0``), the learned bias starting at zero beside it: the same function and
-gradients as RWKV-7's learned w_0 started at the ramp.
+``Params.LEGACY``). The ramp is a fixed offset added to the decay's pre-activation (``w0``), the
+learned bias starting at zero beside it: the same function and gradients as RWKV-7's learned w_0
+started at the ramp.
 
-Deviations from RWKV-7 (docs/MODELS.md): no token shift (the backbone's short convolution mixes neighbours), plain
-linear maps for w, a (RWKV-7 uses low-rank ones), no bonus term u, no value residual, no
-GroupNorm or output gate; trained with the recurrent loop (no chunked kernel here)."""
+Deviations from RWKV-7 (docs/MODELS.md): no token shift (the backbone's short convolution mixes
+neighbours), plain linear maps for w, a (RWKV-7 uses low-rank ones), no bonus term u, no value
+residual, no GroupNorm or output gate; trained with the recurrent loop (no chunked kernel here)."""
 from __future__ import annotations
 
 import math
