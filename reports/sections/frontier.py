@@ -84,9 +84,8 @@ class Frontier(Section):
             return None
         rows = mark_budgets(rows)  # a point's 4x rerun (long) and the base budget it is drawn beside
         rows["line"] = rows.line + "|" + rows.base.map(lambda e: "" if pd.isna(e) else f"{e:.4g}")
-        plots_, table, points, settings = [], [], [], []
-        keys = ["task", "T", "D", "base"]
-        for (task, T, D, base), part in rows.groupby(keys, dropna=False, sort=True):
+        plots_, table, points, sizes = [], [], [], []
+        for (task, T, D, base), part in rows.groupby(["task", "T", "D", "base"], dropna=False, sort=True):
             short, long = part[~part.long].copy(), part[part.long].copy()
             if short.model.nunique() < MIN_MODELS or len(short) < MIN_POINTS:
                 continue
@@ -99,7 +98,7 @@ class Frontier(Section):
             shape = f", T={T:g}, D={D:g}" if pd.notna(T) and pd.notna(D) else ""
             budget = "" if pd.isna(base) else f", {base:g} epochs" + (" (hollow: 4x)" if len(long) else "")
             setting = f"{task}{shape}" + ("" if pd.isna(base) else f", {base:g} epochs")
-            settings.append(setting)
+            sizes.append(len(both))
             plots_.append({"title": f"accuracy against state size: {task}{shape}{budget}",
                            "name": f"{task}" + (f"-T{T:g}-D{D:g}" if shape else "") + ("" if pd.isna(base) else f"-{base:g}ep"),
                            "uri": plots.frontier(short, front, title=f"accuracy against state: {task}{shape}{budget}",
@@ -120,6 +119,5 @@ class Frontier(Section):
                        for r in both.sort_values(["series", "state", "long"]).to_dict("records")]
         if not plots_:
             return None
-        sizes = {p["name"]: sum(q["setting"] == s for q in points) for p, s in zip(plots_, settings)}
-        plots_.sort(key=lambda p: -sizes[p["name"]])  # the richest picture (most points) first
+        plots_ = [p for _, p in sorted(zip(sizes, plots_), key=lambda sp: -sp[0])]  # the most points first (stable)
         return {"plots": plots_, "table": table, "points": points, "levels": LEVELS, "factor": BUDGET_FACTOR}
