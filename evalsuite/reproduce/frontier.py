@@ -149,14 +149,31 @@ def settled_under(family_cells: list[Cell], state: float | None, level: float = 
     return all(reaches(c, level) or c.settled_below(level) for c in cheaper)
 
 
+def optimises(family_cells: list[Cell]) -> bool:
+    """The family's positive control: some cell of it learned (its mean at least halfway from the
+    floor to 1, at the base budget or at 4x on every seed). A family that learned at no state of
+    the grid has shown no shortfall of state: it may have failed to optimise (FINDINGS 16; the
+    Mamba-2 form's plateau at CPU scale, docs/MODELS.md), so "never reaches" cannot count for it."""
+    return any(c.learned or clauses.learned_at_4x(c) for c in family_cells if c.present)
+
+
 def less_state(a: list[Cell], b: list[Cell]) -> bool | None:
-    """Family ``a`` reaches LEVEL with less state than ``b``: True, False, or None (unsettled)."""
+    """Family ``a`` reaches LEVEL with less state than ``b``: True, False, or None (unsettled). A
+    family that never reaches LEVEL loses only where it learned somewhere (``optimises``)."""
     sa, sb = smallest_state(a), smallest_state(b)
-    if sa is not None and (sb is None or sa < sb) and settled_under(b, sa, inclusive=True):
+    if sa is not None and (sb is None or sa < sb) and settled_under(b, sa, inclusive=True) \
+            and (sb is not None or optimises(b)):
         return True
-    if sb is not None and (sa is None or sb <= sa) and settled_under(a, sb):
+    if sb is not None and (sa is None or sb <= sa) and settled_under(a, sb) and (sa is not None or optimises(a)):
         return False
     return None
+
+
+def learned_nowhere(fam: dict[str, list[Cell]], labels) -> list[str]:
+    """A figure for each of ``labels`` that learned at no state (``optimises``), for a check's figures."""
+    return [f"{k} learned at no state of the grid, at the base budget or 4x: no shortfall of state shown "
+            f"(it may not have optimised), so a comparison that needs it to fall short stays undecided"
+            for k in labels if all(c.present for c in fam[k]) and not optimises(fam[k])]
 
 
 def state_text(x) -> str:

@@ -463,3 +463,32 @@ def test_another_experiments_shorter_run_of_the_same_configuration_is_not_read()
     alone, mixed = judge("capacity-law", runs), judge("capacity-law", runs + shorter)
     assert alone.figures == mixed.figures and alone.status == mixed.status
     assert rep.get("capacity-law").own_runs(runs + shorter, "cpu") == runs
+
+
+@pytest.mark.parametrize("mamba, expected", [
+    pytest.param([(0.07, 600), (0.08, 1400), (0.09, 2200)], None, id="learned-nowhere-undecided"),
+    pytest.param([(0.3, 600), (0.5, 1400), (0.7, 2200)], True, id="learned-below-level-falls-short"),
+])
+def test_frontier_delta_needs_the_rival_to_learn_somewhere(mamba, expected):
+    """A family at the floor at every state (settled at 4x) has not shown a shortfall of state: it
+    may not have optimised, so "the delta rule needs less state" stays undecided for it. One that
+    learned (0.7 at d' 16) and stays below 0.9 does fall short."""
+    from tests.reproduce.synthetic import frontier_runs
+
+    v = judge("frontier-delta", frontier_runs(**{"Mamba-2": mamba}))
+    clause = "delta reaches 0.9 with less state than Mamba-2"
+    assert v.checks[clause] is expected, (v.figures, v.why)
+    assert all(x is True for k, x in v.checks.items() if k != clause)
+    assert (v.status is Outcome.REPRODUCED) == (expected is True)
+    assert any("Mamba-2 learned at no state" in f for f in v.figures) == (expected is None)
+
+
+def test_frontier_swa_needs_the_windows_to_learn_somewhere():
+    """Windows that never reach 0.9 count as needing more state only when some window learned."""
+    from tests.reproduce.synthetic import frontier_runs
+
+    at_floor = judge("frontier-swa", frontier_runs(**{"sliding window": [(0.07, 8000), (0.08, 16000), (0.09, 32000)]}))
+    assert at_floor.status is Outcome.INCONCLUSIVE and any("sliding window learned at no state" in f
+                                                         for f in at_floor.figures)
+    short = judge("frontier-swa", frontier_runs(**{"sliding window": [(0.3, 8000), (0.5, 16000), (0.7, 32000)]}))
+    assert short.status is Outcome.REPRODUCED, (short.figures, short.why)

@@ -14,6 +14,7 @@ def check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str]
     others = {k: v for k, v in fam.items() if k in DECAYED_AND_ADDITIVE}
     figures = [f"least state reaching {fr.LEVEL} (base or 4x budget): " + ", ".join(
         f"{k} {fr.state_text(fr.smallest_state(v))}" for k, v in {"delta": fam["delta"], **others}.items())]
+    figures += fr.learned_nowhere(fam, ["delta", *others])
     return {f"delta reaches {fr.LEVEL} with less state than {k}": fr.less_state(fam["delta"], v)
             for k, v in others.items()}, figures
 

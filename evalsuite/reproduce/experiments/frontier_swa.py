@@ -24,7 +24,9 @@ def check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str]
     if window is None:  # never reached: its largest window's state is a lower bound
         bound = max(c.state for c in fam["sliding window"]) / best
         figures.append(f"sliding window never reached {fr.LEVEL}: more than {bound:.1f}x the state")
-        return {clause: True if bound >= fr.FAR and fr.never_reaches(fam["sliding window"]) else None}, figures
+        figures += fr.learned_nowhere(fam, ["sliding window"])
+        return {clause: True if bound >= fr.FAR and fr.never_reaches(fam["sliding window"])
+                and fr.optimises(fam["sliding window"]) else None}, figures
     ratio = window / best
     figures.append(f"ratio {ratio:.1f}x")
     fixed_settled = all(fr.settled_under(fam[k], window / fr.CLOSE) for k in FIXED_STATE)
