@@ -215,7 +215,10 @@ def all_cells(runs: list[RunRecord], p: dict) -> list[Cell]:
 
 def verdict_of(check):
     """The verdict function of a frontier experiment: the families' cells, the softmax control,
-    then ``check(families) -> (clauses, figures)``."""
+    then ``check(families) -> (clauses, figures, waits)``, where ``waits`` are the cells whose
+    figures could still decide its undecided clauses: only those are named as what is left to
+    settle (the three experiments share every family's cells, and a clause about Based waits on
+    no delta-rule cell)."""
     from .verdict import runnable, unsettled
 
     def verdict(runs: list[RunRecord], probes, p: dict, judge: Judge) -> Verdict:
@@ -226,6 +229,7 @@ def verdict_of(check):
         figures = [c.figure() for c in flat]
         if (v := judge.control(fam["softmax"][0], figures)):
             return v
-        checks, more = check(fam)
-        return judge.decide(figures + more + [least_state_figure(fam), f"published: {PUBLISHED}"], checks, unsettled(flat), can_run=runnable(flat))
+        checks, more, waits = check(fam)
+        return judge.decide(figures + more + [least_state_figure(fam), f"published: {PUBLISHED}"], checks,
+                            unsettled(waits), can_run=runnable(waits))
     return verdict

@@ -492,3 +492,37 @@ def test_frontier_swa_needs_the_windows_to_learn_somewhere():
                                                          for f in at_floor.figures)
     short = judge("frontier-swa", frontier_runs(**{"sliding window": [(0.3, 8000), (0.5, 16000), (0.7, 32000)]}))
     assert short.status is Outcome.REPRODUCED, (short.figures, short.why)
+
+
+@pytest.mark.parametrize("name, unsettled, named, unnamed", [
+    pytest.param("frontier-delta", ("delta", "Based"), "delta feature_dim=4", "Based feature_dim", id="delta-not-based"),
+    # the windows' ratio to the delta rule's 600 floats is 6.8x: only windows under 4 x 600 can move it
+    pytest.param("frontier-swa", ("sliding window", "elu+1"), "sliding window window=8", "elu+1 feature_dim",
+                 id="swa-windows-not-a-slower-fixed-state-family"),
+    pytest.param("frontier-based", ("Based", "Taylor linear", "delta"), "Taylor linear feature_dim=4",
+                 "delta feature_dim", id="based-parts-not-delta"),
+])
+def test_frontier_names_only_the_cells_its_clauses_wait_on(name, unsettled, named, unnamed):
+    """The three frontier experiments share every family's cells, but each undecided clause waits
+    on some of them only: what is left to settle names those, not every unsettled cell of the
+    frontier (frontier-based's listing used to name the delta rule's and Mamba-2's cells)."""
+    from tests.reproduce.synthetic import frontier_runs
+
+    v = judge(name, frontier_runs(unsettled=unsettled))
+    assert v.status is Outcome.INCONCLUSIVE, (v.figures, v.why)
+    assert named in v.why and unnamed not in v.why, v.why
+
+
+def test_frontier_swa_waits_on_the_cheaper_windows_only():
+    """The ratio branch: window 32 reaches 0.9 at 4,096 floats, 6.8x the delta rule's 600; window
+    8's 4x reruns are missing and elu+1 has one seed. Only window 8 (and 16, under 4 x 600) can
+    still move the ratio below 4x; elu+1 learning later would only raise it."""
+    from tests.reproduce.synthetic import frontier_runs
+
+    runs = [r for r in frontier_runs(unsettled=("elu+1",))
+            if not (r.config["model"]["name"] == "swa" and r.config["model"].get("window") == 8
+                    and r.config["train"]["epochs"] > 3)]
+    v = judge("frontier-swa", runs)
+    assert "ratio 6.8x" in " ".join(v.figures)
+    assert v.status is Outcome.INCONCLUSIVE, (v.figures, v.why)
+    assert "sliding window window=8: needs 4x reruns" in v.why and "elu+1" not in v.why, v.why

@@ -10,26 +10,28 @@ from evalsuite.reproduce.verdict import contradicted, higher
 PARTS = ("Taylor linear", "sliding window")
 
 
-def check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str]]:
-    """The best Based point above the strongest of each part with no more (x1.25) state."""
+def check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str], list[Cell]]:
+    """The best Based point above the strongest of each part with no more (x1.25) state (the
+    clauses wait on Based's cells and on those rivals)."""
     based = [c for c in fam["Based"] if c.present]
     if not based:
-        return {"Based above its parts": None}, ["no finished Based run"]
+        return {"Based above its parts": None}, ["no finished Based run"], fam["Based"]
     top = max(based, key=lambda c: c.val)  # the Based setting chosen by validation, never by test
-    checks, figures = {}, [f"Based: {top.label} {top.acc:.3f} at {fr.state_text(top.state)} floats"]
+    checks, figures, waits = {}, [f"Based: {top.label} {top.acc:.3f} at {fr.state_text(top.state)} floats"], []
     for part in PARTS:
         rivals = [c for c in fam[part] if c.present and c.state <= fr.EQUAL_STATE * top.state]
+        name = f"Based above {part} at no more state"
         if not rivals:
-            checks[f"Based above {part} at no more state"] = None
+            checks[name] = None
             figures.append(f"{part}: no point with at most {fr.EQUAL_STATE}x Based's state")
             continue
         rival = max(rivals, key=lambda c: c.val)  # shown; the check reads every rival
         figures.append(f"{part}: {rival.label} {rival.acc:.3f} at {fr.state_text(rival.state)} floats")
         above_all = all(higher(top, r) and top.stable and r.settled_below(top.acc - MARGIN) for r in rivals)
-        checks[f"Based above {part} at no more state"] = (
-            True if above_all
-            else False if any(contradicted(top, r) for r in rivals) else None)
-    return checks, figures
+        checks[name] = (True if above_all else False if any(contradicted(top, r) for r in rivals) else None)
+        if checks[name] is None:
+            waits += rivals
+    return checks, figures, (based + waits) if any(v is None for v in checks.values()) else []
 
 
 register(Experiment(
