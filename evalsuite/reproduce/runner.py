@@ -97,6 +97,7 @@ def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, 
         if over():
             return False
         todo: dict[str, Point] = {}
+        listed: dict[frozenset, str] = {}  # run ids -> the experiment whose listing named them
         for exp in experiments:
             if exp.cells is None:
                 continue
@@ -107,7 +108,12 @@ def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, 
                     mine += [Point({"seed": c.seed, "lr": c.train.lr, "epochs": c.train.epochs}, c) for c in configs]
                     why.append(f"{cell.label} ({cell.status_word()})")
             if mine:
-                echo(f"  {exp.name}, escalation round {round_}: {len(mine)} runs for {', '.join(why)}")
+                ids = frozenset(p.run_id for p in mine)
+                if ids in listed:  # experiments of one sweep (the frontier's three) list the same cells
+                    echo(f"  {exp.name}, escalation round {round_}: the same {len(mine)} runs as {listed[ids]}")
+                else:
+                    listed[ids] = exp.name
+                    echo(f"  {exp.name}, escalation round {round_}: {len(mine)} runs for {', '.join(why)}")
                 _record(store, escalation_name(exp.name, scale), mine)
                 todo.update({p.run_id: p for p in mine})
         if not todo:

@@ -101,8 +101,10 @@ def test_experiments_escalate_together_and_a_shared_run_counts_for_both(tmp_path
                                    metrics={"accuracy": 1.0, "val_accuracy": 1.0, "context_chance": 0.25}))
         return {}
 
-    run_experiments([a, b], "cpu", store, run, echo=lambda *_: None)
+    said = []
+    run_experiments([a, b], "cpu", store, run, echo=said.append)
     assert [name for name, _ in calls] == ["reproduce-cpu", "reproduce-cpu-escalation-1"]
+    assert "  exp-b, escalation round 1: the same 3 runs as exp-a" in said  # not the cell list again
     assert len(calls[0][1]) == 3 and len(calls[1][1]) == 3  # the three reported seeds at the best rate, once
     second_seed = calls[1][1][0]  # one of them
     for exp in (a, b):
