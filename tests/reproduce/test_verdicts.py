@@ -487,10 +487,10 @@ def test_frontier_swa_needs_the_windows_to_learn_somewhere():
     """Windows that never reach 0.9 count as needing more state only when some window learned."""
     from tests.reproduce.synthetic import frontier_runs
 
-    at_floor = judge("frontier-swa", frontier_runs(**{"sliding window": [(0.07, 8000), (0.08, 16000), (0.09, 32000)]}))
+    at_floor = judge("frontier-swa", frontier_runs(**{"sliding window": [(0.07, 8000), (0.08, 16000), (0.08, 24000), (0.09, 32000)]}))
     assert at_floor.status is Outcome.INCONCLUSIVE and any("sliding window learned at no state" in f
                                                          for f in at_floor.figures)
-    short = judge("frontier-swa", frontier_runs(**{"sliding window": [(0.3, 8000), (0.5, 16000), (0.7, 32000)]}))
+    short = judge("frontier-swa", frontier_runs(**{"sliding window": [(0.3, 8000), (0.5, 16000), (0.6, 24000), (0.7, 32000)]}))
     assert short.status is Outcome.REPRODUCED, (short.figures, short.why)
 
 
@@ -526,3 +526,29 @@ def test_frontier_swa_waits_on_the_cheaper_windows_only():
     assert "ratio 6.8x" in " ".join(v.figures)
     assert v.status is Outcome.INCONCLUSIVE, (v.figures, v.why)
     assert "sliding window window=8: needs 4x reruns" in v.why and "elu+1" not in v.why, v.why
+
+
+@pytest.mark.parametrize("windows, delta, expected", [
+    # window 16 settled below 0.9 at 3.2x the delta rule's 1,408 floats, window 24 reaches at 4.6x: a
+    # window between them (4x is 5,632 floats) could reach at less than 4x, so 4x is not shown
+    pytest.param([(0.01, 2432), (0.07, 4480), (0.95, 6528), (0.96, 8576)], None, None, id="gap-straddles-4x"),
+    pytest.param([(0.01, 2432), (0.07, 4480), (0.5, 6528), (0.96, 8576)], None, True, id="short-past-4x"),
+    # a window reaches at 1,024 floats, 1.7x the delta rule's cheapest point, which reaches too: the
+    # delta rule's own least state is not bounded from below, so "less than 2x" is not shown either
+    pytest.param([(0.95, 1024), (0.97, 2048), (0.98, 3072), (0.99, 4096)], [(0.95, 600), (0.99, 1408), (0.99, 2200)],
+                 None, id="contradiction-needs-fixed-state-short"),
+    pytest.param([(0.95, 1024), (0.97, 2048), (0.98, 3072), (0.99, 4096)], [(0.6, 600), (0.99, 1408), (0.99, 2200)],
+                 False, id="contradicted-below-2x"),
+])
+def test_frontier_swa_reads_the_grid_between_its_points(windows, delta, expected):
+    """A grid places a family's least state reaching 0.9 between its last point settled below it
+    and its first point that reaches it. "4x or more" holds only where the windows are settled
+    below 0.9 at 4x the best fixed-state point's state or more, not where the next window up
+    happens to reach at 4x or more (the old rule read ratio 4.6x as shown)."""
+    from tests.reproduce.synthetic import frontier_runs
+
+    v = judge("frontier-swa", frontier_runs(delta=delta or [(0.6, 600), (0.99, 1408), (0.99, 2200)],
+                                            **{"sliding window": windows}))
+    assert v.checks["sliding window needs >= 4x the state"] is expected, (v.figures, v.why)
+    if windows[1][0] < 0.9 < windows[2][0]:  # the gap case
+        assert any("the grid does not resolve 4x" in f and "5,632" in f for f in v.figures), v.figures

@@ -10,12 +10,18 @@ FIXED_STATE = ("delta", "elu+1", "GLA", "Mamba-2", "RetNet")
 
 
 def check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str], list[Cell]]:
-    """Sliding windows need FAR times the state of the best fixed-state family for LEVEL (only
-    settled shortfalls of the cheaper windows, and of the cheaper fixed-state points, count). The
-    clause waits on the cells that could still move it: with the ratio at FAR or more, only the
-    windows cheaper than FAR x the best (a fixed-state point that learns later only raises the
-    ratio, or the bound where no window reached it); below CLOSE, only the fixed-state points
-    cheaper than the window's state / CLOSE."""
+    """Sliding windows need FAR times the state of the best fixed-state family for LEVEL.
+
+    A grid places each family's least state reaching LEVEL between its last point shown to fall
+    short (``frontier.shown_short_to``) and its first point that reaches (``smallest_state``). The
+    clause holds when the windows are shown short up to FAR x the best fixed-state point that
+    reaches (a settled window of that state or more stays below LEVEL): the windows' next point
+    reaching at FAR x or more is not enough, since a window between the two could reach at less.
+    It is contradicted when a window reaches with less than CLOSE x the state up to which every
+    fixed-state family is shown short. The clause waits on the cells that could still move it:
+    with the windows' ratio at FAR or more, only the windows cheaper than FAR x the best (a
+    fixed-state point that learns later only raises the ratio); below CLOSE, only the fixed-state
+    points cheaper than the window's state / CLOSE."""
     clause = f"sliding window needs >= {fr.FAR:g}x the state"
     windows, fixed = fam["sliding window"], [c for k in FIXED_STATE for c in fam[k]]
     reached = [s for s in (fr.smallest_state(fam[k]) for k in FIXED_STATE) if s is not None]
@@ -25,7 +31,10 @@ def check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str]
                f"best fixed-state mixer {fr.state_text(best)}"]
     if best is None:
         return {clause: None}, figures, fixed
-    windows_settled = fr.settled_under(windows, fr.FAR * best)
+    short = fr.shown_short_to(windows)
+    if short is not None:
+        figures.append(f"sliding window shown below {fr.LEVEL} up to {fr.state_text(short)} floats "
+                       f"({short / best:.1f}x the best fixed-state mixer)")
     if window is None:  # never reached: its largest window's state is a lower bound
         bound = max(c.state for c in windows) / best
         figures.append(f"sliding window never reached {fr.LEVEL}: more than {bound:.1f}x the state")
@@ -36,11 +45,17 @@ def check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str]
                                                             else windows + fixed)
     ratio = window / best
     figures.append(f"ratio {ratio:.1f}x")
-    fixed_settled = all(fr.settled_under(fam[k], window / fr.CLOSE) for k in FIXED_STATE)
     if ratio >= fr.FAR:
-        verdict, waits = (True if windows_settled else None), [c for c in windows if c.state < fr.FAR * best]
+        verdict = True if short is not None and short >= fr.FAR * best else None
+        waits = [c for c in windows if c.state < fr.FAR * best]
+        if verdict is None and fr.settled_under(windows, fr.FAR * best):
+            figures.append(f"the grid does not resolve {fr.FAR:g}x: no window between {fr.state_text(short)} and "
+                           f"{fr.state_text(window)} floats was run, and one of {fr.state_text(fr.FAR * best)} "
+                           f"floats or more that stays below {fr.LEVEL} would show it")
     elif ratio < fr.CLOSE:
-        verdict, waits = (False if fixed_settled else None), [c for c in fixed if c.state < window / fr.CLOSE]
+        bounds = [fr.shown_short_to(fam[k]) for k in FIXED_STATE]
+        verdict = False if all(b is not None and window < fr.CLOSE * b for b in bounds) else None
+        waits = [c for c in fixed if c.state < window / fr.CLOSE]
     else:
         verdict, waits = None, windows + fixed
     return {clause: verdict}, figures, [] if verdict is not None else waits
