@@ -54,8 +54,8 @@ def families(scale: str) -> list[Family]:
     else:
         axis, values, width = "model.d_model", (64, 128, 256), 128
         fixed_width = {}
-    # cpu: window 24 (6,528 floats) sits between 16 (4,480) and 32 (8,576), where the delta rule's
-    # least state reaching 0.9 (1,408 floats) puts 4x: without it the grid cannot show "4x or more"
+    # cpu: window 24 (6,528 floats) sits between 16 (4,480) and 32 (8,576), where 4x the fixed-state
+    # mixers' least state reaching 0.9 falls in the CPU runs: without it the grid cannot show "4x or more"
     windows = (8, 16, 24, 32) if scale == "cpu" else (8, 16, 32, 64, 128, 256, 512, 1024)
     features = (4, 8) if scale == "cpu" else (8, 16, 24)
     based_width = 32 if scale == "cpu" else 64
