@@ -11,6 +11,7 @@ experiment's sweep and escalations are still recorded under its own names, so th
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import Callable
 
 from evalsuite.records import RunRecord, Verdict
@@ -52,14 +53,21 @@ def _record(store, name: str, points: list) -> None:
     store.add_sweep(sid, name, {"name": name, "configs": [p.config.as_dict() for p in points]}, [p.run_id for p in points])
 
 
-def cheapest_first(points) -> list:
-    """Escalation points in order of budget (epochs, then sequence length), so that a segment
-    that ends early has given the missing seeds of many cells before the 4x reruns of a few
-    (each run is independent: the order changes only what a short segment settles)."""
-    def cost(p):
-        c = p.config
-        return c.train.epochs, max(getattr(t, "seq_len", 0) for t in c.task.train_tasks)
-    return sorted(points, key=cost)
+def cheapest_first(points, seconds: list[float | None] | None = None) -> list:
+    """Escalation points in order of budget (epochs), then of expected time (``seconds``, aligned
+    with ``points``: ``sweep.expected_seconds``; unknown ones last), then sequence length, so that
+    a segment that ends early has given the missing seeds of many cells before the 4x reruns of a
+    few, and the cheap families' 4x reruns (a sliding window's take minutes) before the dear ones'
+    (DeltaProduct's take many times that). Each run is independent: the order changes only what a
+    short segment settles."""
+    points = list(points)
+    seconds = seconds or [None] * len(points)
+
+    def cost(i):
+        c = points[i].config
+        return (c.train.epochs, math.inf if seconds[i] is None else seconds[i],
+                max(getattr(t, "seq_len", 0) for t in c.task.train_tasks))
+    return [points[i] for i in sorted(range(len(points)), key=cost)]
 
 
 def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, echo=print,
@@ -81,7 +89,7 @@ def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, 
         if deadline is not None and isinstance(result, dict) and result.get("left"):
             ended = True  # runs were held back: the segment is over, whatever the clock says
 
-    from evalsuite.sweep import Point, expand, sweep_id
+    from evalsuite.sweep import Point, expand, expected_seconds, sweep_id
 
     points: dict[str, Point] = {}
     for exp in experiments:
@@ -118,7 +126,9 @@ def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, 
                 todo.update({p.run_id: p for p in mine})
         if not todo:
             break
-        sweep(cheapest_first(todo.values()), f"reproduce-{scale}-escalation-{round_}", {"round": round_})
+        ordered = list(todo.values())
+        sweep(cheapest_first(ordered, expected_seconds(store, [p.config.as_dict() for p in ordered])),
+              f"reproduce-{scale}-escalation-{round_}", {"round": round_})
     else:
         echo(f"  escalation stopped after {MAX_ROUNDS} rounds; the verdicts say what is still missing")
     for exp in experiments:

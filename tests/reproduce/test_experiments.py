@@ -152,6 +152,10 @@ def test_escalation_runs_its_cheapest_points_first():
     long4x, long_, short = config(1, epochs=4), config(3), config(2, seq_len=32)
     order = cheapest_first([sweeps.Point({}, c) for c in (long4x, long_, short)])
     assert [p.config.seed for p in order] == [2, 3, 1]
+    # at one budget, the expected time decides before the context (unknown times last)
+    dear, cheap, unknown, four = config(4, seq_len=32), config(5), config(6, seq_len=16), config(7, epochs=4)
+    order = cheapest_first([sweeps.Point({}, c) for c in (four, unknown, dear, cheap)], [1.0, None, 300.0, 20.0])
+    assert [p.config.seed for p in order] == [5, 4, 6, 7]
 
 
 def test_a_segment_that_held_runs_back_is_over_before_its_deadline(tmp_path):
