@@ -19,9 +19,9 @@ def check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str]
     reaching at FAR x or more is not enough, since a window between the two could reach at less.
     It is contradicted when a window reaches with less than CLOSE x the state up to which every
     fixed-state family is shown short. The clause waits on the cells that could still move it:
-    with the windows' ratio at FAR or more, only the windows cheaper than FAR x the best (a
-    fixed-state point that learns later only raises the ratio); below CLOSE, only the fixed-state
-    points cheaper than the window's state / CLOSE."""
+    with the windows' ratio at FAR or more, only the windows cheaper than FAR x the best and the
+    cheapest one at FAR x or more (a fixed-state point that learns later only raises the ratio);
+    below CLOSE, only the fixed-state points cheaper than the window's state / CLOSE."""
     clause = f"sliding window needs >= {fr.FAR:g}x the state"
     windows, fixed = fam["sliding window"], [c for k in FIXED_STATE for c in fam[k]]
     reached = [s for s in (fr.smallest_state(fam[k]) for k in FIXED_STATE) if s is not None]
@@ -47,11 +47,13 @@ def check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str]
     figures.append(f"ratio {ratio:.1f}x")
     if ratio >= fr.FAR:
         verdict = True if short is not None and short >= fr.FAR * best else None
-        waits = [c for c in windows if c.state < fr.FAR * best]
-        if verdict is None and fr.settled_under(windows, fr.FAR * best):
-            figures.append(f"the grid does not resolve {fr.FAR:g}x: no window between {fr.state_text(short)} and "
-                           f"{fr.state_text(window)} floats was run, and one of {fr.state_text(fr.FAR * best)} "
-                           f"floats or more that stays below {fr.LEVEL} would show it")
+        # the windows that could show it: one of FAR x the best or more, below the one that reaches
+        showing = sorted((c for c in windows if fr.FAR * best <= c.state < window), key=lambda c: c.state)
+        waits = [c for c in windows if c.state < fr.FAR * best] + showing[:1]
+        if verdict is None and not showing:
+            figures.append(f"the grid does not resolve {fr.FAR:g}x: no window of {fr.state_text(fr.FAR * best)} "
+                           f"floats or more below {fr.state_text(window)} was run, and one that stays below "
+                           f"{fr.LEVEL} would show it")
     elif ratio < fr.CLOSE:
         bounds = [fr.shown_short_to(fam[k]) for k in FIXED_STATE]
         verdict = False if all(b is not None and window < fr.CLOSE * b for b in bounds) else None
