@@ -79,12 +79,16 @@ def summary(cell: Cell) -> VerdictCell:
 def unsettled(cells: list[Cell]) -> str:
     """What each cell whose figure could still move with more budget, rates or seeds lacks, and
     where `reproduce` has nothing left to run for it (every seed's 4x rerun is done and one moved),
-    that no run it can add settles it: only more budget than 4x or another setting would."""
-    return "; ".join(f"{c.label}: {'; '.join(c.unsettled())}" + ("" if next_changes(c) else f" ({STUCK})")
+    that no run it can add settles it: only more budget than 4x or another setting would. Where
+    that holds for every cell, the verdict says it once (``STUCK_ALL``), not after each cell."""
+    some = runnable(cells)
+    return "; ".join(f"{c.label}: {'; '.join(c.unsettled())}" + ("" if next_changes(c) or not some else f" ({STUCK})")
                      for c in cells if c.present and not c.stable and c.unsettled())
 
 
 STUCK = "no run `reproduce` can add settles this cell at this setting"
+STUCK_ALL = ("no run `reproduce` can add settles these cells at this setting: only another setting, such as a "
+             "longer base budget, would")
 
 
 def runnable(cells: list[Cell]) -> bool:
@@ -146,7 +150,7 @@ class Judge:
         if all(v is True for v in checks.values()):
             return self.verdict(REPRODUCED, figures, checks=checks)
         hint = (f"; `evalsuite reproduce {self.name}` runs what is missing" if can_run
-                else "; more budget overturns a failure here, so a setting where it fails is needed")
+                else f"; {STUCK_ALL}")
         open_ = [k for k, v in checks.items() if v is None]
         undecided = ("undecided: " + ", ".join(open_) + (f" (to settle: {todo}{hint})" if todo else "")) if open_ else ""
         if any(v is False for v in checks.values()):
