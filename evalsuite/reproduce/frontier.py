@@ -143,14 +143,6 @@ def never_reaches(family_cells: list[Cell], level: float = LEVEL) -> bool:
     return all(c.settled_below(level) for c in family_cells)
 
 
-def settled_under(family_cells: list[Cell], state: float | None, level: float = LEVEL, inclusive: bool = False) -> bool:
-    """Every cell of the family with less state than ``state`` (all, for None) that has not reached
-    ``level`` stays below it at 4x the budget with a full sweep: more budget cannot make it cheaper."""
-    cheaper = [c for c in family_cells
-               if state is None or c.state < state or (inclusive and c.state <= state)]
-    return all(reaches(c, level) or c.settled_below(level) for c in cheaper)
-
-
 def shown_short_to(family_cells: list[Cell], level: float = LEVEL) -> float | None:
     """The largest state up to which the family is shown to fall short of ``level``: every cell
     with that state or less is settled below it (None: its cheapest cell is not). A grid shows a
@@ -167,6 +159,16 @@ def shown_short_to(family_cells: list[Cell], level: float = LEVEL) -> float | No
     return bound
 
 
+def least_state_range(family_cells: list[Cell], level: float = LEVEL) -> str:
+    """Where the grid places the family's least state reaching ``level``: above its bound shown
+    short and at or below its first point that reaches, e.g. "(600, 1,408]"; "<= 600" where its
+    cheapest point reaches; "never" where none does (with the bound it is shown short to)."""
+    reach, short = smallest_state(family_cells, level), shown_short_to(family_cells, level)
+    if reach is None:
+        return "never" + (f" (short to {state_text(short)})" if short is not None else "")
+    return f"({state_text(short)}, {state_text(reach)}]" if short is not None else f"<= {state_text(reach)}"
+
+
 def optimises(family_cells: list[Cell]) -> bool:
     """The family's positive control: some cell of it learned (its mean at least halfway from the
     floor to 1, at the base budget or at 4x on every seed). A family that learned at no state of
@@ -177,12 +179,17 @@ def optimises(family_cells: list[Cell]) -> bool:
 
 def less_state(a: list[Cell], b: list[Cell]) -> bool | None:
     """Family ``a`` reaches LEVEL with less state than ``b``: True, False, or None (unsettled). A
-    family that never reaches LEVEL loses only where it learned somewhere (``optimises``)."""
+    grid places each family's least state reaching LEVEL above its bound shown short
+    (``shown_short_to``) and at or below its first point that reaches (``smallest_state``), so
+    ``a`` needs less where its first reaching point is at or below ``b``'s bound, and more where
+    ``b``'s first reaching point is at or below ``a``'s bound; a gap that straddles the other's
+    point leaves it undecided (as frontier-swa reads its factor). A family that never reaches
+    LEVEL loses only where it learned somewhere (``optimises``)."""
     sa, sb = smallest_state(a), smallest_state(b)
-    if sa is not None and (sb is None or sa < sb) and settled_under(b, sa, inclusive=True) \
-            and (sb is not None or optimises(b)):
+    short_a, short_b = shown_short_to(a), shown_short_to(b)
+    if sa is not None and short_b is not None and sa <= short_b and (sb is not None or optimises(b)):
         return True
-    if sb is not None and (sa is None or sb <= sa) and settled_under(a, sb) and (sa is not None or optimises(a)):
+    if sb is not None and short_a is not None and sb <= short_a and (sa is not None or optimises(a)):
         return False
     return None
 

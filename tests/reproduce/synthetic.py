@@ -189,7 +189,8 @@ CHANCE = 1 / 16
 FRONTIER_AT_CHANCE = frontier_runs(**{f.label: [(CHANCE, 1000 * (i + 1)) for i in range(len(f.values))]
                                       for f in frontier.families("cpu")})
 CASES.update({
-    "frontier-delta": (frontier_runs(), frontier_runs(GLA=[(0.95, 500), (0.99, 1400), (0.99, 2200)]),
+    "frontier-delta": (frontier_runs(), frontier_runs(GLA=[(0.95, 500), (0.99, 1400), (0.99, 2200)],
+                                                      delta=[(0.6, 600), (0.99, 1400), (0.99, 2200)]),
                        frontier_runs(unsettled=("delta",), delta=[(0.5, 600), (0.6, 1400), (0.7, 2200)]), FRONTIER_AT_CHANCE),
     "frontier-swa": (frontier_runs(), frontier_runs(delta=[(0.6, 600), (0.99, 1400), (0.99, 2200)],
                                    **{"sliding window": [(0.95, 1024), (0.97, 2048), (0.98, 3072), (0.99, 4096)]}),

@@ -569,6 +569,36 @@ def test_frontier_swa_reads_the_grid_between_its_points(windows, delta, expected
         assert any("the grid does not resolve 4x" in f and "5,632" in f for f in v.figures), v.figures
 
 
+@pytest.mark.parametrize("delta, elu, expected", [
+    # elu+1 settled below 0.9 at 1,000 floats and reaching at 2,000: its least state lies in
+    # (1,000, 2,000], so it may be below the delta rule's 1,408 (the old rule read True)
+    pytest.param([(0.6, 600), (0.99, 1408), (0.99, 2200)], [(0.5, 1000), (0.95, 2000), (0.97, 2300)], None,
+                 id="rival-gap-straddles-delta"),
+    pytest.param([(0.6, 600), (0.99, 1408), (0.99, 2200)], [(0.5, 1000), (0.7, 1500), (0.95, 2300)], True,
+                 id="rival-short-past-delta"),
+    # both reach at their cheapest points (600 and 1,000 floats): neither least state is bounded
+    # from below, so elu+1's may lie under 600
+    pytest.param([(0.95, 600), (0.99, 1408), (0.99, 2200)], [(0.95, 1000), (0.97, 1500), (0.99, 2300)], None,
+                 id="both-reach-at-their-cheapest-points"),
+    # elu+1 reaches at 1,000 floats, inside the delta rule's gap (600, 1,408]: the old rule read False
+    pytest.param([(0.6, 600), (0.99, 1408), (0.99, 2200)], [(0.95, 1000), (0.97, 1500), (0.99, 2300)], None,
+                 id="rival-reaches-inside-the-delta-rules-gap"),
+    pytest.param([(0.6, 1200), (0.7, 1408), (0.99, 2200)], [(0.95, 1000), (0.97, 1500), (0.99, 2300)], False,
+                 id="delta-short-past-the-rivals-point"),
+])
+def test_frontier_delta_reads_the_grid_between_its_points(delta, elu, expected):
+    """"Less state" compares where each family's least state reaching 0.9 can lie on its grid:
+    above its last point settled below and at or below its first point that reaches. The delta rule
+    needs less only where its first reaching point is at or below the rival's bound shown short,
+    and more only where the rival's first reaching point is at or below the delta rule's bound."""
+    from tests.reproduce.synthetic import frontier_runs
+
+    v = judge("frontier-delta", frontier_runs(delta=delta, **{"elu+1": elu}))
+    assert v.checks["delta reaches 0.9 with less state than elu+1"] is expected, (v.figures, v.why)
+    if delta[0][0] < 0.9 and elu[0][0] < 0.9 < elu[1][0]:  # the figure shows where each least state can lie
+        assert any("delta (600, 1,408]" in f and "elu+1 (1,000, 2,000]" in f for f in v.figures), v.figures
+
+
 def test_frontier_swa_waits_on_the_window_that_would_show_4x():
     """Window 24 (4.6x) has one seed only: it is the window whose shortfall would show 4x, so the
     verdict names it as what is left, and does not say the grid lacks such a window."""

@@ -13,8 +13,9 @@ def check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str]
     """The delta rule reaches LEVEL with less state than every additive and decayed family (each
     clause waits on the delta rule's cells and its rival's)."""
     others = {k: v for k, v in fam.items() if k in DECAYED_AND_ADDITIVE}
-    figures = [f"least state reaching {fr.LEVEL} (base or 4x budget): " + ", ".join(
-        f"{k} {fr.state_text(fr.smallest_state(v))}" for k, v in {"delta": fam["delta"], **others}.items())]
+    figures = [f"least state reaching {fr.LEVEL} (base or 4x budget) as the grid places it (above the last point "
+               f"settled below, at or below the first that reaches; floats): " + ", ".join(
+                   f"{k} {fr.least_state_range(v)}" for k, v in {"delta": fam["delta"], **others}.items())]
     figures += fr.learned_nowhere(fam, ["delta", *others])
     checks = {k: fr.less_state(fam["delta"], v) for k, v in others.items()}
     waits = [c for k in ["delta", *(k for k, x in checks.items() if x is None)] for c in fam[k]]
