@@ -387,6 +387,16 @@ def test_mad_memorisation_at_the_ceiling_for_both_is_not_tested():
     assert x.status is Outcome.NOT_REPRODUCED, (x.figures, x.why)
 
 
+def test_jrt_shows_the_second_passs_gain_at_4x_too():
+    """The CPU store: the delta rule's two-pass cell gains -0.007 at the base budget and -0.035 at
+    4x (both passes moved). The figure showed only the base gain; it now adds the 4x one wherever
+    both passes of a model have 4x reruns (softmax, at the ceiling, has none)."""
+    v = judge("jrt", jrt(0.3, 0.5, 0.4, 0.6))
+    line = next(f for f in v.figures if f.startswith("gain from the second pass"))
+    assert line.endswith("; at 4x the budget, where both passes have 4x reruns: elu+1 +0.200 (0.300 to 0.500), "
+                         "delta +0.200 (0.400 to 0.600)"), line
+
+
 def test_a_contradiction_still_names_the_clauses_it_leaves_open():
     from evalsuite.reproduce.verdict import STUCK_ALL, Judge
 
