@@ -63,9 +63,8 @@ def verdict(runs, probes, p, judge):
     gain = "gain from the second pass: " + ", ".join(
         f"{label} {cells[label, 2].acc - cells[label, 1].acc:+.3f}" for label, *_ in p["models"])
     # where both passes have 4x reruns, their gain at 4x too: a base-budget gain that 4x reverses is no gain
-    long = [(label, cells[label, 1].long_acc, cells[label, 2].long_acc) for label, *_ in p["models"]]
-    long = [f"{label} {two - one:+.3f} ({one:.3f} to {two:.3f})" for label, one, two in long
-            if one is not None and two is not None]
+    long = [f"{label} {two - one:+.3f} ({one:.3f} to {two:.3f})" for label, *_ in p["models"]
+            for one, two in [(cells[label, 1].long_acc, cells[label, 2].long_acc)] if None not in (one, two)]
     figures.append(gain + ("; at 4x the budget, where both passes have 4x reruns: " + ", ".join(long) if long else ""))
     figures.append("published (docs/FINDINGS.md, finding 10; Arora et al. 2024): repeating the context raises recurrent "
                    "models' recall by +11.0 +- 1.3 points (16 models, 6 tasks, LM scale); MQAR with the pairs written "
