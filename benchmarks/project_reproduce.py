@@ -94,7 +94,7 @@ def project(names, workers: int, steps: int, overhead: float) -> list[str]:
         seen_sweeps.add(sweep_key)
         by_id = {p.run_id: p for p in points}
         base = sum(cost(p.config) for p in points)
-        cells = exp.cells([fake_run(p) for p in points], exp.params["cpu"]) if exp.cells else []
+        cells = exp.judged_cells([fake_run(p) for p in points], "cpu")
         seeds = below = 0.0
         for c in cells:
             configs = [by_id[r.run_id].config for r in c.runs if r.run_id in by_id]

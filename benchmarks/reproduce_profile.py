@@ -101,9 +101,7 @@ def main() -> None:
     steps = sum(r.metrics.get("steps") or 0 for r in runs)
     read = set()
     for exp in reproduce.select(args.names):
-        if exp.cells is None:
-            continue
-        for cell in exp.cells(reproduce.experiment_runs(exp, "cpu", store), exp.params["cpu"]):
+        for cell in exp.cells(reproduce.experiment_runs(exp, "cpu", store), "cpu").values():
             read |= {r.run_id for r in cell.base_runs} | {r.run_id for r in cell.long_runs}
     unread = [r for r in runs if r.run_id not in read]
     lines += ["", f"Training steps: {steps:,} in {len(runs)} runs. Runs no verdict reads: {len(unread)} "
@@ -133,9 +131,7 @@ def cell_costs(names: list[str], store) -> list[str]:
     total_steps = total_seconds = 0.0
     seen: set[str] = set()
     for exp in reproduce.select(names):
-        if exp.cells is None:
-            continue
-        for cell in exp.cells(reproduce.experiment_runs(exp, "cpu", store), exp.params["cpu"]):
+        for cell in exp.cells(reproduce.experiment_runs(exp, "cpu", store), "cpu").values():
             steps = sum(r.metrics.get("steps", 0) - r.metrics.get("branched_from_step", 0) for r in cell.runs)
             seconds = sum(worker_seconds(r) for r in cell.runs)
             lines.append(f"| {exp.name} | {cell.label} | {len(cell.runs)} | {steps:,} | {seconds:,.0f} |")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
+
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
@@ -20,6 +20,7 @@ from pydantic import ConfigDict, Field
 from evalsuite import tasks as task_zoo
 from evalsuite.models import ModelSpec
 from evalsuite.params import Params
+from evalsuite.protocol import canonical_json, setting_key  # noqa: F401 - identity and setting, defined with the protocol
 from evalsuite.records import TARGET_ACCURACY
 
 MAX_SEGMENTS = 64  # training segments plus eval segments: each gets its own data seed
@@ -176,7 +177,7 @@ class RunConfig:
     def replace(self, *, lr: float | None = None, epochs: float | None = None, seed: int | None = None,
                 warmup_steps: int | None = None) -> "RunConfig":
         """The same run at another rate, budget, warm-up or seed (what ``reproduce`` escalates to;
-        ``setting_key`` is what it keeps)."""
+        ``protocol.setting_key`` is what it keeps)."""
         train = {**self.train.model_dump(), **({"lr": lr} if lr is not None else {}),
                  **({"epochs": float(epochs)} if epochs is not None else {}),
                  **({"warmup_steps": warmup_steps} if warmup_steps is not None else {})}
@@ -195,25 +196,6 @@ class RunConfig:
 
     def __repr__(self) -> str:
         return f"RunConfig({self.run_id}: {self.model.name} on {self.task.name}, seed {self.seed})"
-
-
-def canonical_json(config: dict) -> str:
-    return json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
-
-
-# what ``RunConfig.replace`` changes: the runs of one sweep point at every seed, rate and budget
-ESCALATED = (("seed",), ("train", "lr"), ("train", "epochs"), ("train", "warmup_steps"))
-BUDGET_FACTOR = 4  # a shortfall is rerun at this many times its budget (``reproduce.settled``; the reports mark those runs)
-
-
-def setting_key(config: dict) -> str:
-    """A stored configuration less what escalation changes (``ESCALATED``): equal for a sweep
-    point's runs at every seed, rate, budget and warm-up, and for nothing else. Stored dicts are
-    canonical (a late field at its default is left out), so no parsing is needed."""
-    out = {**config, "train": dict(config.get("train") or {})}
-    for path in ESCALATED:
-        (out if len(path) == 1 else out["train"]).pop(path[-1], None)
-    return canonical_json(out)
 
 
 def run_id(config: dict) -> str:

@@ -9,6 +9,7 @@ A spec (YAML or TOML)::
       train.lr: [0.001, 0.003]
     points:                              # optional explicit points, each merged over base (+ grid)
       - {model: hybrid, model.pattern: LS}
+    base_point: true                     # with no grid, the base alone is a run too (false: only the points)
     seeds: [0, 1]
     set: {train.epochs: 1}               # overrides applied to every point
 
@@ -61,6 +62,9 @@ class SweepSpec(BaseModel):
     points: list[dict[str, Any]] = Field(default_factory=list)
     seeds: list[StrictInt] = Field(default_factory=lambda: [0])  # `true` is not seed 1
     set: dict[str, Any] = Field(default_factory=dict)
+    # an empty grid expands to the base itself, a run of its own; false: only the explicit points run
+    # (a base of shared settings that is no configuration by itself, as an experiment's design declares)
+    base_point: bool = True
 
 
 MAX_SPEC_BYTES = 1 << 20  # a spec is a few lines; a megabyte is a mistake or an attack
@@ -96,7 +100,7 @@ def load_spec(path: str | os.PathLike) -> SweepSpec:
     if not spec.seeds or any(not 0 <= s <= MAX_SEED for s in spec.seeds):
         raise SweepError(f"SPEC {path}: seeds must be a non-empty list of integers from 0 to {MAX_SEED}, "
                          f"got {spec.seeds!r}")
-    count = math.prod(len(v) for v in spec.grid.values()) + len(spec.points)  # an empty grid: the base point
+    count = math.prod(len(v) for v in spec.grid.values()) + len(spec.points)  # an empty grid: the base point (or none)
     if count * len(spec.seeds) > MAX_POINTS:
         raise SweepError(f"SPEC {path}: {count:,} points x {len(spec.seeds)} seeds = {count * len(spec.seeds):,} runs; "
                          f"a sweep may have at most {MAX_POINTS:,} (split it into several specs)")
@@ -143,7 +147,7 @@ def expand(spec: SweepSpec) -> list[Point]:
     Raises ``SweepError`` listing every invalid point with its axis values; duplicates collapse."""
     axes = list(spec.grid)
     combos = [dict(zip(axes, values)) for values in itertools.product(*(spec.grid[a] for a in axes))]
-    raw = [_split_joint(c) for c in combos]
+    raw = [_split_joint(c) for c in combos] if (axes or spec.base_point or not spec.points) else []
     raw += [_split_joint(dict(p)) for p in spec.points]
     points, errors, seen = [], [], set()
     total = len(raw) * len(spec.seeds)

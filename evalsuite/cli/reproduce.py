@@ -103,7 +103,8 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
         click.echo(f"{v.name:<{width}}{v.status.value.upper()}" + (f"  ({v.why})" if v.why else ""))
         for f in v.figures:
             click.echo(f"{'':<{width}}{f}")
-    per_experiment = {e.name: rep.experiment_runs(e, scale, store) for e in experiments}
+    stored = rep.stored_runs(store)
+    per_experiment = {e.name: rep.experiment_runs(e, scale, store, stored) for e in experiments}
     runs = list({r.run_id: r for rs in per_experiment.values() for r in rs}.values())
     analyses: dict[str, set[str]] = {}  # what each run's verdicts read of its analyses (a compact report keeps only that)
     for e in experiments:
@@ -180,7 +181,7 @@ def _verdicts_from(report: str, experiments, scale: str, results_path: str | Non
         raise common.BadInput(f"--rebuild-store: {rebuild} exists; give a new path (a store is never written over)")
     data = builder.read_embedded(report)
     shown = {v.name: v.status.value for v in data["verdicts"]} or data["shown"]
-    runs_of = {e.name: _members(data, e.name) for e in experiments}
+    runs_of = {e.name: _members(data, e, scale) for e in experiments}
     verdicts = [e.judge(runs_of[e.name], data["probes"], scale) for e in experiments]
     width = max(len(v.name) for v in verdicts) + 1
     for v in verdicts:
@@ -196,18 +197,18 @@ def _verdicts_from(report: str, experiments, scale: str, results_path: str | Non
     _write_figures(figures, verdicts, runs_of, data["probes"])
     if rebuild:
         store = common.open_store(str(Path(rebuild).expanduser()))
-        import_runs(store, data["runs"], data["probes"], experiments, scale, members=data["members"])
+        import_runs(store, data["runs"], data["probes"])
         click.echo(f"store    {store.path} ({len(data['runs'])} runs from {report}; judge them with "
                    f"`evalsuite reproduce {' '.join(names)} --verdicts-only --store {store.path}`)".replace("  --", " --"))
 
 
-def _members(data: dict, name: str) -> list:
-    """The runs a report's store judged experiment ``name`` from (the report embeds them); every
-    run the report holds where it does not say (a report written before it did, or not by
-    ``reproduce``)."""
-    ids = data["members"].get(name)
+def _members(data: dict, experiment, scale: str) -> list:
+    """The runs a report's store judged ``experiment`` from, as the report embeds them; where it
+    does not say (a report written before it did, or not by ``reproduce``), the experiment's members
+    among the runs it holds (``Experiment.members``)."""
+    ids = data["members"].get(experiment.name)
     if ids is None:
-        return data["runs"]
+        return experiment.members(data["runs"], scale)
     ids = set(ids)
     return [r for r in data["runs"] if r.run_id in ids]
 

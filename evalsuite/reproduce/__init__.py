@@ -14,8 +14,8 @@ import difflib
 
 from evalsuite.errors import UserError
 
-from .experiment import EXPERIMENTS, SCALES, Experiment, all_experiments, register
-from .runner import experiment_runs, run_experiments, verdicts
+from .experiment import EXPERIMENTS, SCALES, CellSpec, Design, Experiment, all_experiments, register
+from .runner import experiment_runs, run_experiments, stored_runs, verdicts
 
 
 def get(name: str) -> Experiment:
@@ -39,5 +39,5 @@ def select(names) -> list[Experiment]:
     return [e for e in everything if e.name in wanted or e.group in wanted]
 
 
-__all__ = ["EXPERIMENTS", "SCALES", "Experiment", "all_experiments", "experiment_runs", "get", "register",
-           "run_experiments", "select", "verdicts"]
+__all__ = ["EXPERIMENTS", "SCALES", "CellSpec", "Design", "Experiment", "all_experiments", "experiment_runs", "get", "register",
+           "run_experiments", "select", "stored_runs", "verdicts"]

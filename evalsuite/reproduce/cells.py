@@ -25,9 +25,7 @@ from typing import Any
 from evalsuite import selection
 from evalsuite.records import RunRecord, floor_of
 
-from . import settled
-from .settled import (BUDGET_FACTOR, CEILING, LEARNED_FRACTION, LR_LIMITS, MARGIN, MAX_4X_GAIN, MAX_SEEDS,  # noqa: F401
-                      MIN_RATES, MIN_SEEDS)
+from evalsuite.protocol import BUDGET_FACTOR, CEILING, LEARNED_FRACTION, MAX_SEEDS, MIN_SEEDS, settled
 
 
 def get(config: dict, path: str) -> Any:
@@ -68,9 +66,10 @@ class Cell:
     metric: str = "accuracy"  # what the figure, 4x gains and ceiling read (eval_1_accuracy: a longer test length)
 
     @classmethod
-    def of(cls, runs: list[RunRecord], label: str, metric: str = "accuracy", **where) -> "Cell":
-        where = {k.replace("__", "."): v for k, v in where.items()}
-        return cls(label, where, [r for r in runs if r.ok and matches(r, where)], metric)
+    def of(cls, runs: list[RunRecord], label: str, where: dict[str, Any], metric: str = "accuracy") -> "Cell":
+        """The done runs of ``runs`` whose configuration has every dotted path of ``where`` at its
+        value (None: absent, as a late field at its default is stored)."""
+        return cls(label, dict(where), [r for r in runs if r.ok and matches(r, where)], metric)
 
     # --- budgets, rates, seeds ----------------------------------------------------------------
     @property

@@ -8,8 +8,10 @@ import math
 from evalsuite import selection
 from evalsuite.config import RunConfig
 
-from .cells import BUDGET_FACTOR, CEILING, LR_LIMITS, MIN_RATES, Cell
-from .settled import edge_at_limit
+from evalsuite.protocol import BUDGET_FACTOR, CEILING, LR_LIMITS, MIN_RATES
+
+from .cells import Cell
+from evalsuite.protocol.settled import edge_at_limit
 
 
 def next_changes(cell: Cell) -> list[dict]:

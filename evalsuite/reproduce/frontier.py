@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evalsuite.models.state import zoology_units
-from evalsuite.records import RunRecord, Verdict
+from evalsuite.records import Verdict
 
 from . import clauses
 from .cells import Cell
-from .protocol import CPU_BASE, CPU_LRS, CPU_SET
+from .settings import CPU_BASE, CPU_LRS
 from .verdict import Judge
 
 LEVEL = 0.9  # the accuracy whose cheapest state the verdicts compare (the table also shows 0.99)
@@ -87,22 +87,25 @@ def families(scale: str) -> list[Family]:
     ]
 
 
-def points(scale: str, lrs: list[float]) -> list[dict]:
-    """Sweep points: every family at every axis value and learning rate."""
-    return [{**f.fixed, f.axis: v, "train.lr": lr} for f in families(scale) for v in f.values for lr in lrs]
+READ_BY_NONE = ("RWKV-7", "DeltaProduct")  # shown on the frontier, read by no verdict yet
 
 
-def cells(runs, scale: str, setting: dict) -> dict[str, list[Cell]]:
-    """Family label -> one cell per axis value (``setting``: the task keys every point shares)."""
-    out = {}
-    for f in families(scale):
-        out[f.label] = []
-        for v in f.values:
-            where = {**{k: x for k, x in f.fixed.items() if k != "model"}, f.axis: v, **setting}
-            out[f.label].append(Cell.of(runs, f"{f.label} {f.axis.split('.')[-1]}={v}", task__name="recall",
-                                        model__name=f.fixed["model"],
-                                        **{k.replace(".", "__"): x for k, x in where.items()}))
-    return out
+def design(scale: str, base: dict, rates, setting: dict):
+    """Every family at every axis value and rate (``setting``: the task keys every point shares);
+    softmax is the positive control."""
+    from .experiment import CellSpec, Design
+
+    cells = [CellSpec((f.label, v), f"{f.label} {f.axis.split('.')[-1]}={v}", {**f.fixed, f.axis: v, **setting},
+                      role="control" if f.kind == "control" else "reported" if f.label in READ_BY_NONE else "test",
+                      reads="the positive control" if f.kind == "control" else
+                      "" if f.label in READ_BY_NONE else f"the least state reaching {LEVEL}")
+             for f in families(scale) for v in f.values]
+    return Design(base, cells, rates, {"scale": scale})
+
+
+def by_family(cells, scale: str) -> dict[str, list[Cell]]:
+    """Family label -> its cells, one per axis value, ascending."""
+    return {f.label: [cells[f.label, v] for v in f.values] for f in families(scale)}
 
 
 def reaches(cell: Cell, level: float = LEVEL) -> bool:
@@ -211,31 +214,22 @@ PUBLISHED = ("Zoology README plot (approximate; its x axis is in Zoology's logge
              "Based 0.67 at 9e3 rising to 1.0")
 
 
-PAPER_LRS = [0.001, 0.00316, 0.01, 0.0316]  # Zoology's README plot: logspace(-3, -1.5, 4)
-# one sweep behind the three frontier experiments (shared run ids: each run trains once)
-SPECS = {
-    # the base is itself a point (the softmax control at the middle rate), so it adds no run
-    "cpu": {"base": {**CPU_BASE, "model.d_model": 64, "train.lr": CPU_LRS[1]}, "set": {**CPU_SET, "task.num_kv_pairs": 16},
-            "points": points("cpu", CPU_LRS)},
+PAPER_LRS = (0.001, 0.00316, 0.01, 0.0316)  # Zoology's README plot: logspace(-3, -1.5, 4)
+# one design behind the three frontier experiments (shared run ids: each run trains once)
+DESIGNS = {
+    "cpu": design("cpu", {**CPU_BASE, "model.d_model": 64}, CPU_LRS, {"task.seq_len": 64, "task.num_kv_pairs": 16}),
     # Zoology's README plot (zoology/experiments/030325_new_arch): the recall preset zoology-mixture
     # (train (T, D) = (64, 4) x 100k, (128, 8), (256, 16), (256, 32), (256, 64) x 20k each; test to
     # (1024, 256)), 2 layers, 2 heads, no MLP, no positions, batch 256, 32 epochs, rates
     # logspace(-3, -1.5, 4). Deviations: our short convolution (kernel 3) stands in for its BaseConv
     # (kernel 3 plus an implicit long convolution); Based at width 64 only.
-    "paper": {"base": {"task": "recall", "model": "softmax", "preset": "zoology-mixture", "model.d_model": 128,
-                       "train.lr": PAPER_LRS[1]},
-              "points": points("paper", PAPER_LRS)},
+    "paper": design("paper", {"task": "recall", "model": "softmax", "preset": "zoology-mixture", "model.d_model": 128},
+                    PAPER_LRS, {"task.vocab_size": 8192}),
 }
-PARAMS = {"cpu": {"scale": "cpu", "setting": {"task.seq_len": 64, "task.num_kv_pairs": 16}},
-          "paper": {"scale": "paper", "setting": {"task.vocab_size": 8192}}}  # the zoology-mixture preset's runs
 SOURCE = "Zoology README plot; Based (Arora et al. 2024), Figure 2; DeltaNet"
 # cpu: RWKV-7 trains with its recurrent loop, about 3x the delta rule's step time at T 64; DeltaProduct
 # (n_h 2) runs the chunked delta rule on 2 T sub-steps
 MINUTES = {"cpu": (162, 809), "paper": 600}  # cpu: docs/PROJECTION.md (the three share this sweep)
-
-
-def all_cells(runs: list[RunRecord], p: dict) -> list[Cell]:
-    return [c for cs in cells(runs, p["scale"], p["setting"]).values() for c in cs]
 
 
 def verdict_of(check):
@@ -246,8 +240,8 @@ def verdict_of(check):
     no delta-rule cell)."""
     from .verdict import runnable, unsettled
 
-    def verdict(runs: list[RunRecord], probes, p: dict, judge: Judge) -> Verdict:
-        fam = cells(runs, p["scale"], p["setting"])
+    def verdict(cells, probes, p: dict, judge: Judge) -> Verdict:
+        fam = by_family(cells, p["scale"])
         flat = [c for cs in fam.values() for c in cs]
         if (v := judge.missing(flat)):
             return v

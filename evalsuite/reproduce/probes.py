@@ -10,7 +10,7 @@ from evalsuite.analysis.capacity import probe_curves
 from evalsuite.labels import memory_label
 from evalsuite.records import TARGET_ACCURACY
 
-from .cells import BUDGET_FACTOR, MIN_SEEDS
+from evalsuite.protocol import BUDGET_FACTOR, MIN_SEEDS
 
 PROBE_STEPS = 4000  # the paper trains up to 100,000 steps; 4,000 at CPU scale (the knee is read from held-out loss and accuracy)
 MAX_PROBE_ROUNDS = 4

@@ -17,7 +17,7 @@ from typing import Callable
 from evalsuite.records import RunRecord, Verdict
 
 from .escalation import next_configs
-from .experiment import Experiment, members
+from .experiment import Experiment
 from .probes import run_probes
 
 MAX_ROUNDS = 5
@@ -29,20 +29,15 @@ def escalation_name(name: str, scale: str) -> str:
     return f"reproduce-{name}-{scale}-escalation"
 
 
-def experiment_runs(exp: Experiment, scale: str, store) -> list[RunRecord]:
-    """The experiment's stored runs: its sweep's points plus what escalation added (experiments
-    that share one sweep share what each one's escalation added)."""
-    from evalsuite.sweep import expand
+def stored_runs(store) -> list[RunRecord]:
+    """Every run the store holds (none where it does not exist yet)."""
+    return store.runs() if store.path.exists() else []
 
-    if not store.path.exists():
-        return []
-    spec = exp.spec(scale)
-    ids = {p.run_id for p in expand(spec)} if spec is not None else set()
-    wanted = {escalation_name(e.name, scale) for e in members(exp)}
-    for sweep in store.sweeps():
-        if sweep["name"] in wanted:
-            ids |= set(store.sweep_runs(sweep["sweep_id"])[1])
-    return store.runs(sorted(ids)) if ids else []
+
+def experiment_runs(exp: Experiment, scale: str, store, runs: list[RunRecord] | None = None) -> list[RunRecord]:
+    """The experiment's stored runs (``Experiment.members`` of what the store holds; ``runs``: the
+    store's runs when the caller read them already)."""
+    return exp.members(stored_runs(store) if runs is None else runs, scale)
 
 
 def _record(store, name: str, points: list) -> None:
@@ -106,11 +101,10 @@ def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, 
             return False
         todo: dict[str, Point] = {}
         listed: dict[frozenset, str] = {}  # run ids -> the experiment whose listing named them
+        stored = stored_runs(store)
         for exp in experiments:
-            if exp.cells is None:
-                continue
             mine, why = [], []
-            for cell in exp.judged_cells(experiment_runs(exp, scale, store), scale):
+            for cell in exp.judged_cells(experiment_runs(exp, scale, store, stored), scale):
                 configs = next_configs(cell)
                 if configs:
                     mine += [Point({"seed": c.seed, "lr": c.train.lr, "epochs": c.train.epochs}, c) for c in configs]
@@ -138,41 +132,18 @@ def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, 
     return not over()
 
 
-def import_runs(store, runs: list[RunRecord], probes, experiments: list[Experiment], scale: str,
-                members: dict[str, list[str]] | None = None) -> None:
-    """Write ``runs`` and ``probes`` (a report's embedded data) into ``store``, each run a member of
-    the escalation sweep of every experiment whose sweep points or cells hold it (an experiment
-    without cells takes them all), so that ``verdicts(experiments, store)`` judges what
-    ``--verdicts-from`` judges from the report, and what is drawn per experiment (the headline
-    figures) is that experiment's runs, as in the store the report was written from. A run no
-    experiment claims (an earlier design's budget, an interrupted run) joins every one, so a report
-    written from the new store still embeds every run this one did. ``members`` (experiment ->
-    run ids, as a reproduction report embeds them) says it exactly where given (then a run it
-    names for no experiment joins none)."""
-    from evalsuite.sweep import expand
-
+def import_runs(store, runs: list[RunRecord], probes) -> None:
+    """Write ``runs`` and ``probes`` (a report's embedded data) into ``store``, where
+    ``verdicts(experiments, store)`` judges each experiment from its members, as the report's
+    store did."""
     for r in runs:
         store.finish(r)
     if probes is not None and len(probes):
         store.add_probes(probes)
-    members = members or {}
-    claims: dict[str, set[str]] = {e.name: set(members[e.name]) for e in experiments if e.name in members}
-    for e in experiments:
-        if e.cells is not None and e.name not in claims:
-            spec = e.spec(scale)
-            ids = {p.run_id for p in expand(spec)} if spec is not None else set()
-            claims[e.name] = ids | {r.run_id for c in e.judged_cells(runs, scale) for r in c.runs}
-    # a run no experiment claims joins every one, unless the report said exactly whose each run is
-    claimed = set().union(*claims.values()) if not members else {r.run_id for r in runs}
-    for e in experiments:
-        member = runs if e.name not in claims else [r for r in runs if r.run_id in claims[e.name]
-                                                     or r.run_id not in claimed]
-        name = escalation_name(e.name, scale)
-        sid = hashlib.sha256((name + ":imported:" + ",".join(sorted(r.run_id for r in member))).encode()).hexdigest()[:12]
-        store.add_sweep(sid, name, {"name": name, "imported": True}, [r.run_id for r in member])
 
 
 def verdicts(experiments: list[Experiment], store, scale: str = "cpu") -> list[Verdict]:
     """Judge each experiment from what the store holds for its points and escalations."""
     probes = store.probes()
-    return [e.judge(experiment_runs(e, scale, store), probes, scale) for e in experiments]
+    stored = stored_runs(store)
+    return [e.judge(experiment_runs(e, scale, store, stored), probes, scale) for e in experiments]

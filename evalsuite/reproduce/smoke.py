@@ -63,6 +63,6 @@ def run_smoke(experiments: list[Experiment], scale: str, store, run, echo=print)
                                                                "experiments": [e.name for e in experiments]})
     runs = {r.run_id: r for r in store.runs(sorted(points))} if points else {}
     probes = store.probes()  # none: a smoke store holds no probes, so the clauses that read them are undecided
-    verdicts = [e.judge([runs[p.run_id] for p in by_exp[e.name] if p.run_id in runs], probes, scale)
+    verdicts = [e.judge([runs[p.run_id] for p in by_exp[e.name] if p.run_id in runs], probes, scale, every_budget=True)
                 for e in experiments]
     return verdicts, list(runs.values())

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 
 from evalsuite.records import Outcome, Verdict, VerdictCell
 
-from .cells import MARGIN, Cell
+from evalsuite.protocol import MARGIN
+
+from .cells import Cell
 from .clauses import learned_at_4x
 from .escalation import next_changes
 

@@ -38,7 +38,7 @@ def mark_budgets(rows: pd.DataFrame) -> pd.DataFrame:
     """``rows`` (one per configuration, with ``point``: its ``config.setting_key``, and ``epochs``)
     with ``long``: a 4x rerun, BUDGET_FACTOR x a budget the same point also ran (the protocol's
     escalation), and ``base``: the budget it is drawn beside (its own for the rest)."""
-    from evalsuite.config import BUDGET_FACTOR
+    from evalsuite.protocol import BUDGET_FACTOR
 
     budgets = rows.groupby("point").epochs.agg(lambda e: set(e.dropna()))
     rows = rows.copy()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from evalsuite.analysis.capacity import probe_capacities
-from evalsuite.config import setting_key
+from evalsuite.protocol import setting_key
 from evalsuite.reports import plots
 
 from . import ReportData, Section, mark_budgets, numbered

@@ -15,7 +15,7 @@ import math
 
 import pandas as pd
 
-from evalsuite.config import BUDGET_FACTOR, setting_key
+from evalsuite.protocol import BUDGET_FACTOR, setting_key
 from evalsuite.records import TARGET_ACCURACY
 from evalsuite.reports import plots
 

@@ -45,7 +45,7 @@ def test_reproduce_projection_counts_the_evidence_methods_runs(monkeypatch):
     monkeypatch.setattr(module, "step_seconds", lambda config, steps: 1.0)
     points = expand(reproduce.get("copy").spec("cpu"))
     steps = [module.total_steps(p.config) for p in points]
-    cells = reproduce.get("copy").cells([module.fake_run(p) for p in points], reproduce.get("copy").params["cpu"])
+    cells = list(reproduce.get("copy").cells([module.fake_run(p) for p in points], "cpu").values())
     per_cell = [module.total_steps(next(p.config for p in points if p.run_id == c.runs[0].run_id)) for c in cells]
     learned = (sum(steps) + 3 * sum(per_cell)) * 1.1 / 60
     below = learned + 24 * sum(per_cell) * 1.1 / 60

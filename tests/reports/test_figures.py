@@ -9,7 +9,7 @@ from evalsuite import reproduce as rep
 from evalsuite.cli import main
 from evalsuite.reports import builder, plots
 from evalsuite.reports.figures import headline_figures
-from tests.reproduce.synthetic import NO_PROBES, capacity_law
+from tests.reproduce.synthetic import NO_PROBES, as_stored, capacity_law
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -49,7 +49,7 @@ def test_the_collapse_plot_draws_each_4x_rerun_hollow_beside_its_base_point(monk
 
 
 def _report(tmp_path):
-    runs = capacity_law()
+    runs = as_stored(capacity_law(), "capacity-law")
     verdict = rep.get("capacity-law").judge(runs, NO_PROBES, "cpu")
     return builder.write(runs, tmp_path / "r.html", verdicts=[verdict], compact=True)
 
@@ -86,8 +86,9 @@ def test_a_headline_waits_until_its_verdict_judges_its_clauses(tmp_path, familie
     its verdict has judged its clauses (every cell it reads has runs), and the command says so."""
     from tests.reproduce.synthetic import CASES
 
-    runs = [r for r in CASES["frontier-delta"][0]
-            if families is None or (r.config["model"].get("feature_map") or r.config["model"]["name"]) in families]
+    runs = as_stored([r for r in CASES["frontier-delta"][0]
+                      if families is None or (r.config["model"].get("feature_map") or r.config["model"]["name"]) in families],
+                     "frontier-delta")
     verdict = rep.get("frontier-delta").judge(runs, NO_PROBES, "cpu")
     report = builder.write(runs, tmp_path / "r.html", verdicts=[verdict], compact=True)
     out = tmp_path / "figs"

@@ -7,7 +7,7 @@ import pytest
 
 from evalsuite import reproduce as rep
 from evalsuite.reports import builder
-from tests.reproduce.synthetic import CASES, NO_PROBES
+from tests.reproduce.synthetic import CASES, NO_PROBES, as_stored
 
 
 @pytest.mark.parametrize("name", ["sharpness", "induction-extrapolation", "delta-vs-linear", "listops-order"])
@@ -50,17 +50,23 @@ def test_the_committed_subset_report_rederives_its_verdicts(repo_root, path, nam
 
 def test_the_published_report_gives_each_experiment_only_runs_of_its_own_points(published):
     """Whose each run is, as docs/reproduce-cpu.html embeds it: every run an experiment lists is
-    one of its sweep's points at some seed, rate and budget. The store it was first published from
-    had been merged, before reports said whose each run is, so that capacity-law listed
-    DeltaProduct's 106 word-problem runs and DeltaProduct capacity-law's 262 recall runs (no
-    verdict read them: their cells match on the task; the membership was still wrong)."""
+    one of its members (``Experiment.members``: a setting of its design at a rung of the ladder).
+    The store it was first published from had been merged, before reports said whose each run is,
+    so that capacity-law listed DeltaProduct's 106 word-problem runs and DeltaProduct capacity-law's
+    262 recall runs (no verdict read them: their cells match on the task; the membership was still
+    wrong). And the other way round: every member the report holds is listed. The one difference:
+    the report, listed by its store's sweeps, also lists DeltaProduct's 28 runs of its first design
+    (2 epochs, below its base budget of 8: read by no cell), which are not members of its design."""
     data = published
     runs = {r.run_id: r for r in data["runs"]}
     for name, ids in data["members"].items():
+        exp = rep.get(name)
         listed = [runs[i] for i in ids]
-        strays = {r.config["task"]["name"] for r in listed} - {r.config["task"]["name"] for r in
-                                                               rep.get(name).of_points(listed, "cpu")}
-        assert len(rep.get(name).of_points(listed, "cpu")) == len(listed), (name, strays)
+        mine = {r.run_id for r in exp.members(listed, "cpu")}
+        assert {r.run_id for r in exp.members(data["runs"], "cpu")} == mine, name
+        others = [r for r in listed if r.run_id not in mine]
+        assert not exp.own_runs(others, "cpu"), (name, len(others))  # below the base budget: unread
+        assert len(others) == (28 if name == "deltaproduct-state-tracking" else 0), name
 
 
 def test_no_cell_of_the_published_report_pools_two_configurations(published):
@@ -68,7 +74,7 @@ def test_no_cell_of_the_published_report_pools_two_configurations(published):
     runs of every cell a verdict reads share one ``setting_key``. Cell filters name only the keys
     their experiment varies, so this holds them to the data: a filter that let another setting in
     (a width, a layer count, a feature map's options) would pool it into a figure."""
-    from evalsuite.config import setting_key
+    from evalsuite.protocol import setting_key
 
     data = published
     runs = {r.run_id: r for r in data["runs"]}
@@ -102,7 +108,7 @@ def test_a_store_rebuilt_from_a_report_gives_its_verdicts(tmp_path, name):
     from evalsuite.cli import main
 
     good, bad, *_ = CASES[name]
-    for i, runs in enumerate((good, bad)):
+    for i, runs in enumerate((as_stored(good, name), as_stored(bad, name))):
         shown = rep.get(name).judge(runs, NO_PROBES, "cpu")
         report = builder.write(runs, tmp_path / f"r{i}.html", verdicts=[shown], compact=True)
         store = tmp_path / f"s{i}" / "evalsuite.db"
@@ -141,7 +147,7 @@ def test_a_reproduction_report_rederives_each_experiment_from_its_own_runs(tmp_p
     from evalsuite.cli import main
     from tests.reproduce.synthetic import retask
 
-    good = CASES["sharpness"][0]
+    good = as_stored(CASES["sharpness"][0], "sharpness")
     intruder = [r.model_copy(update={"run_id": "x" + r.run_id, "metrics": {**r.metrics, "analysis": {}}})
                 for r in retask(good, "other", model={"feature_dim": 4})]
     shown = rep.get("sharpness").judge(good, NO_PROBES, "cpu")

@@ -37,7 +37,7 @@ def test_a_tie_in_validation_gives_the_summary_row_and_the_verdict_the_same_figu
             run(3e-3, 0, 0.99, val=1.0), run(3e-3, 1, 0.99, val=1.0), run(3e-3, 2, 0.98, val=1.0),
             run(1e-2, 0, 0.5, val=0.5), run(1e-2, 1, 0.5, val=0.5), run(1e-2, 2, 0.5, val=0.5)]
     (row,) = summarize(runs)
-    cell = Cell.of(runs, "elu+1", model__name="linear")
+    cell = Cell.of(runs, "elu+1", {"model.name": "linear"})
     assert row["best_lr"] == cell.best_lr == 1e-3
     assert row["accuracy"] == pytest.approx(cell.acc) == pytest.approx(statistics.fmean([0.97, 0.91, 0.95]))
     assert row["accuracy_std"] == pytest.approx(cell.spread) == pytest.approx(statistics.stdev([0.97, 0.91, 0.95]))
@@ -52,13 +52,13 @@ def test_the_seed_that_chose_the_rate_is_not_reported():
     runs = [run(1e-3, 0, 0.5, val=0.5), run(3e-3, 0, 0.99, val=0.99), run(1e-2, 0, 0.6, val=0.6),
             run(3e-3, 1, 0.8), run(3e-3, 2, 0.7), run(3e-3, 3, 0.9)]
     (row,) = summarize(runs)
-    cell = Cell.of(runs, "elu+1", model__name="linear")
+    cell = Cell.of(runs, "elu+1", {"model.name": "linear"})
     assert row["best_lr"] == cell.best_lr == 3e-3
     assert row["accuracy_seeds"] == list(cell.accuracy.values) == [0.8, 0.7, 0.9]
     assert cell.seeds == [1, 2, 3]
     # every seed at every rate: every seed votes and every seed is reported
     every = [run(lr, s, a, val=a) for s in (0, 1, 2) for lr, a in ((1e-3, 0.5), (3e-3, 0.9 - 0.1 * s), (1e-2, 0.6))]
-    assert Cell.of(every, "x", model__name="linear").accuracy.values == (0.9, 0.8, 0.7)
+    assert Cell.of(every, "x", {"model.name": "linear"}).accuracy.values == (0.9, 0.8, 0.7)
 
 
 def test_a_rate_is_never_chosen_by_test_accuracy():

@@ -6,7 +6,7 @@ import pandas as pd
 from evalsuite import reproduce as rep
 from evalsuite.records import RunRecord
 from evalsuite.reproduce import frontier
-from evalsuite.reproduce.protocol import CPU_FEATURE_DIM
+from evalsuite.reproduce.settings import CPU_FEATURE_DIM
 
 LRS = (0.001, 0.003, 0.01)
 BEST = 0.003
@@ -17,9 +17,7 @@ def rebudget(runs, name: str):
     """``runs`` (made at ``cell``'s 3 epochs, 4x at 12) at experiment ``name``'s own base budget
     (the least epochs of its CPU sweep) and 4x it, as its store holds them: a verdict reads no run
     below its experiment's base budget (``Experiment.own_runs``)."""
-    from evalsuite.reproduce.experiment import _sweep
-
-    f = _sweep(rep_get(name), "cpu")[0] / 3.0
+    f = rep_get(name).designs["cpu"].base_epochs / 3.0
     return [r.model_copy(update={"config": {**r.config, "train": {**r.config["train"],
                                                                   "epochs": r.config["train"]["epochs"] * f}}})
             for r in runs]
@@ -348,3 +346,26 @@ def mad(recall=None, memo=None, unsettled=()):
 CASES["mad"] = (mad(), mad(recall={"Mamba-2": 1.0}), mad(unsettled=(("Mamba-2", "V64 T128"),)),
                 mad(recall={k: 1 / 8 for k in ("softmax", "delta", "elu+1", "Mamba-2")},
                     memo={k: 1 / 8 for k in ("softmax", "delta", "elu+1", "Mamba-2")}))
+
+
+def as_stored(runs, name: str):
+    """``runs`` as a reproduction's store holds them: each run's configuration the whole canonical one
+    of the design cell it matches (its rate, budget and seed kept), and its id that configuration's
+    hash, so that ``Experiment.members`` (a setting of the design at a rung of the ladder) finds it.
+    The hand-made records carry only the keys their cells read; a run that matches no cell stays as
+    it is (a store's stranger)."""
+    from evalsuite.config import run_id
+    from evalsuite.reproduce.cells import matches
+
+    design = rep_get(name).designs["cpu"]
+    out = []
+    for r in runs:
+        spec = next((c for c in design.cells if matches(r, design.match(c))), None)
+        if spec is None:
+            out.append(r)
+            continue
+        full = design._resolved[spec.key]
+        config = {**full, "train": {**full["train"], "lr": r.config["train"]["lr"], "epochs": r.config["train"]["epochs"]},
+                  "seed": r.config["seed"]}
+        out.append(r.model_copy(update={"config": config, "run_id": run_id(config)}))
+    return out

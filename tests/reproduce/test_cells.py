@@ -5,6 +5,7 @@ import pytest
 from evalsuite.reproduce.clauses import learned_at_4x
 from evalsuite.config import run_id
 from evalsuite.records import RunRecord
+from evalsuite import reproduce as rep
 from evalsuite.reproduce import frontier
 from evalsuite.reproduce.cells import Cell
 from evalsuite.reproduce.escalation import next_changes, next_configs
@@ -16,25 +17,25 @@ def test_selection_is_by_validation_not_test():
     runs = cell("softmax", 0.9, pairs=4)
     runs[0].metrics["accuracy"] = 1.0  # the test-best run has the worst validation accuracy
     runs[0].metrics["val_accuracy"] = 0.1
-    c = Cell.of(runs, "x", model__name="softmax")
+    c = Cell.of(runs, "x", {"model.name": "softmax"})
     assert c.best_lr == BEST
 
 
 def lin(acc, **kw):
-    return Cell.of(cell("linear", acc, **kw), "x", model__name="linear")
+    return Cell.of(cell("linear", acc, **kw), "x", {"model.name": "linear"})
 
 
 def test_escalation_order_edge_then_seeds_then_4x_on_every_seed():
-    c = Cell.of(cell("linear", 0.07, settled=False), "x", model__name="linear")
+    c = Cell.of(cell("linear", 0.07, settled=False), "x", {"model.name": "linear"})
     (nxt,) = next_changes(c)  # one rate: extend the grid first, on the seed that chooses the rate
     assert set(nxt) == {"lr", "seed"} and nxt["lr"] != BEST and nxt["seed"] == 0
     three = [r.model_copy(deep=True) for r in cell("linear", 0.07, long=False)][:3]
     three[1].metrics["val_accuracy"] = 0.0
     three[0].metrics["val_accuracy"] = 0.2  # best at the low edge
-    (nxt,) = next_changes(Cell.of(three, "x", model__name="linear"))
+    (nxt,) = next_changes(Cell.of(three, "x", {"model.name": "linear"}))
     assert nxt == {"lr": pytest.approx(0.001 / 3, rel=1e-2), "seed": 0}
     # seed 0 chose the rate: three other seeds are reported
-    assert next_changes(Cell.of(cell("linear", 0.07, long=False)[:3], "x", model__name="linear")) == [
+    assert next_changes(Cell.of(cell("linear", 0.07, long=False)[:3], "x", {"model.name": "linear"})) == [
         {"seed": 1}, {"seed": 2}, {"seed": 3}]
     # then 4x on every reported seed, at the chosen rate and half of it
     assert next_changes(lin(0.07, long=False)) == [{"seed": s, "lr": lr, "epochs": 12.0}
@@ -68,7 +69,7 @@ def test_a_negative_gain_within_the_margin_is_settled_and_one_beyond_it_is_not()
 
 def test_one_4x_rate_only_is_unsettled():
     runs = [r for r in cell("linear", 0.07) if not (r.config["train"]["epochs"] == 12.0 and r.lr != BEST)]
-    c = Cell.of(runs, "x", model__name="linear")
+    c = Cell.of(runs, "x", {"model.name": "linear"})
     assert not c.settled and "4x reruns at lr" in "; ".join(c.unsettled())
     assert {x["lr"] for x in next_changes(c)} == {BEST / 2}
 
@@ -85,18 +86,18 @@ def test_a_best_rate_at_the_edge_is_unsettled():
     for r in runs:
         if r.lr == 0.01 and r.seed == 0:
             r.metrics["val_accuracy"] = 0.5
-    c = Cell.of(runs, "x", model__name="linear")
+    c = Cell.of(runs, "x", {"model.name": "linear"})
     assert c.at_edge and not c.settled and "beyond the best one" in "; ".join(c.unsettled())
 
 
 def test_comparisons_need_the_spreads_and_every_seed():
     from evalsuite.reproduce.verdict import above, contradicted, higher, not_higher
 
-    strong = Cell.of(cell("softmax", 0.99), "s", model__name="softmax")
+    strong = Cell.of(cell("softmax", 0.99), "s", {"model.name": "softmax"})
     weak = lin(0.3)
     assert higher(strong, weak) and above(strong, weak) is True and not contradicted(strong, weak)
     # the mean gap is large but one paired seed goes the other way: not "higher"
-    mixed = Cell.of(cell("softmax", 0.0, seed_accs=[0.2, 0.99, 0.99]), "s", model__name="softmax")
+    mixed = Cell.of(cell("softmax", 0.0, seed_accs=[0.2, 0.99, 0.99]), "s", {"model.name": "softmax"})
     weak_seeds = lin(0.0, seed_accs=[0.3, 0.3, 0.3])
     assert not higher(mixed, weak_seeds)
     # equal means but wide spreads: neither higher nor (confidently) not higher
@@ -117,14 +118,14 @@ def test_next_configs_are_the_stored_run_with_one_change():
     stored = config.as_dict()
     runs = [RunRecord(run_id=config.run_id, config=stored, status="done",
                       metrics={"accuracy": 0.1, "val_accuracy": 0.1, "context_chance": 1 / 8})]
-    (nxt,) = next_configs(Cell.of(runs, "x", model__name="linear"))  # one rate: a rate past it
+    (nxt,) = next_configs(Cell.of(runs, "x", {"model.name": "linear"}))  # one rate: a rate past it
     expected = {**stored, "train": {**stored["train"], "lr": nxt.train.lr}}
     assert nxt.train.lr != 0.003 and nxt.run_id == run_id(expected) and nxt.seed == 0
     assert nxt.as_dict()["task"] == stored["task"] and nxt.as_dict()["model"] == stored["model"]
 
 
 def test_smallest_state_and_never_reaches():
-    fam = frontier.cells(frontier_runs(), "cpu", {"task.seq_len": 64, "task.num_kv_pairs": 16})
+    fam = frontier.by_family(rep.get("frontier-delta").cells(frontier_runs(), "cpu"), "cpu")
     assert frontier.smallest_state(fam["delta"]) == 600 and frontier.smallest_state(fam["RetNet"]) is None
     assert frontier.never_reaches(fam["RetNet"]) and not frontier.never_reaches(fam["GLA"])
 
@@ -139,7 +140,7 @@ def test_reported_seeds_at_an_earlier_designs_rates_do_not_stop_the_choice():
     half = [r.model_copy(update={"run_id": r.run_id + "half", "metrics": {**r.metrics, "val_accuracy": 0.99},
                                  "config": {**r.config, "train": {**r.config["train"], "lr": BEST / 2}}}, deep=True)
             for r in base if r.seed > 0]  # validates best of all, but seed 0 never ran it
-    c = Cell.of(base + half, "x", model__name="linear")
+    c = Cell.of(base + half, "x", {"model.name": "linear"})
     assert c.best_lr == BEST and c.rates == [0.001, 0.003, 0.01] and not c.at_edge
     assert c.seeds == [1, 2, 3, 4, 5] and c.accuracy.n == 5
     assert "lr 0.003 of [0.001, 0.003, 0.01] chosen by validation on seed 0" in c.figure()
@@ -147,7 +148,7 @@ def test_reported_seeds_at_an_earlier_designs_rates_do_not_stop_the_choice():
     for r in base:
         if r.seed == 0:
             r.metrics["val_accuracy"] = 0.5 if r.lr == 0.001 else 0.1
-    c = Cell.of(base + half, "x", model__name="linear")
+    c = Cell.of(base + half, "x", {"model.name": "linear"})
     assert c.best_lr == 0.001 and c.at_edge and c.seeds == [0]
     assert next_changes(c) == [{"lr": pytest.approx(0.001 / 3, rel=1e-2), "seed": 0}]
 
@@ -158,14 +159,14 @@ def test_a_seed_that_ran_only_other_rates_reports_at_the_chosen_one():
     runs = [r.model_copy(deep=True) for r in cell("linear", 0.07, long=False)]
     moved = [r.model_copy(update={"config": {**r.config, "train": {**r.config["train"], "lr": 0.01}}}, deep=True)
              if r.seed == 3 else r for r in runs]  # seed 3 ran only the high rate
-    c = Cell.of(moved, "x", model__name="linear")
+    c = Cell.of(moved, "x", {"model.name": "linear"})
     assert c.seeds == [1, 2] and next_changes(c) == [{"seed": 3}]
 
 
 def test_a_cell_without_validation_accuracy_states_no_rate_and_does_not_raise():
     runs = [r.model_copy(update={"metrics": {k: v for k, v in r.metrics.items() if k != "val_accuracy"}}, deep=True)
             for r in cell("linear", 0.07)]
-    c = Cell.of(runs, "x", model__name="linear")
+    c = Cell.of(runs, "x", {"model.name": "linear"})
     assert c.best_lr is None and "lr none of" in c.figure()
 
 
@@ -177,10 +178,10 @@ def test_a_control_that_learns_only_at_4x_on_every_seed_is_a_working_control(gai
     from evalsuite.reproduce.verdict import Judge
 
     judge = Judge("x", "a finding", "a source")
-    soft = Cell.of(cell("softmax", 0.3, long=True, gain=gain), "softmax", model__name="softmax")
+    soft = Cell.of(cell("softmax", 0.3, long=True, gain=gain), "softmax", {"model.name": "softmax"})
     assert not soft.learned and learned_at_4x(soft) is works
     assert (judge.control(soft, []) is None) is works
-    one = Cell.of(cell("softmax", 0.3, long=True, gain=gain, long_seeds=(1,)), "softmax", model__name="softmax")
+    one = Cell.of(cell("softmax", 0.3, long=True, gain=gain, long_seeds=(1,)), "softmax", {"model.name": "softmax"})
     assert not learned_at_4x(one) and judge.control(one, []) is not None
 
 
@@ -196,5 +197,5 @@ def test_the_frontier_reads_reaching_as_every_capability_clause_does(case, kw, r
     other verdicts read one rule."""
     from evalsuite.reproduce.clauses import reaches
 
-    c = Cell.of(cell("delta", **kw), "x", model__name="delta")
+    c = Cell.of(cell("delta", **kw), "x", {"model.name": "delta"})
     assert frontier.reaches(c, 0.9) is reached is reaches(c, 0.9), case

@@ -23,14 +23,14 @@ def test_every_experiment_spec_is_valid(scale, monkeypatch):
         if spec is not None:
             assert sweeps.expand(spec)
         assert spec is not None or exp.probes.get(scale), exp.name
-        assert exp.params[scale] is not None
+        assert exp.params(scale) is not None
 
 
 def test_paper_scale_verdicts_read_the_papers_widths():
     exp = rep.get("linear-width")
-    assert exp.params["paper"]["widths"] == [64, 128, 256, 512]
+    assert exp.params("paper")["widths"] == [64, 128, 256, 512]
     spec_widths = {pt.config.model.base.d_model for pt in sweeps.expand(exp.spec("paper"))}
-    assert set(exp.params["paper"]["widths"]) <= spec_widths
+    assert set(exp.params("paper")["widths"]) <= spec_widths
 
 
 def test_cli_list_groups_and_unknown_name():
@@ -42,16 +42,16 @@ def test_cli_list_groups_and_unknown_name():
 
 
 THROWAWAY = '''
-from evalsuite.reproduce.experiment import Experiment, register
+from evalsuite.reproduce.experiment import Design, Experiment, register
 from evalsuite.reproduce.verdict import INCONCLUSIVE
 
 
-def verdict(runs, probes, p, judge):
-    return judge.verdict(INCONCLUSIVE, [f"{len(runs)} runs"], "a throwaway experiment judges nothing")
+def verdict(cells, probes, p, judge):
+    return judge.verdict(INCONCLUSIVE, [f"{len(cells.runs)} runs"], "a throwaway experiment judges nothing")
 
 
 register(Experiment("throwaway-finding", "A finding that one new file adds.", "a test", verdict,
-                    params={"cpu": {}, "paper": {}}, minutes={"cpu": 1, "paper": 1}))
+                    designs={"cpu": Design(), "paper": Design()}, minutes={"cpu": 1, "paper": 1}))
 '''
 
 
@@ -76,22 +76,19 @@ def test_an_experiment_is_one_new_file(tmp_path):
 def test_experiments_escalate_together_and_a_shared_run_counts_for_both(tmp_path):
     """Two experiments whose cells need the same reported seeds: one escalation round runs it once
     (the invocation's experiments escalate together), and each experiment's runs include it."""
-    from evalsuite.reproduce.cells import Cell
-    from evalsuite.reproduce.experiment import Experiment
+    from evalsuite.reproduce.experiment import CellSpec, Design, Experiment
     from evalsuite.reproduce.runner import experiment_runs, run_experiments
     from evalsuite.store import Store
 
     store = Store(tmp_path / "s.db")
-    spec = {"base": {"task": "recall", "model": "softmax", "preset": "tiny"}, "grid": {"train.lr": [1e-3, 3e-3, 1e-2]}}
+    design = Design({"task": "recall", "preset": "tiny"}, [CellSpec("softmax", "softmax", {"model": "softmax"})],
+                    (1e-3, 3e-3, 1e-2))
 
-    def cells(runs, p):
-        return [Cell.of(runs, "softmax", model__name="softmax")]
-
-    def verdict(runs, probes, p, judge):
+    def verdict(cells, probes, p, judge):
         return judge.inconclusive([], "")
 
-    a, b = (Experiment(name, "x", "a test", verdict, {"cpu": {}, "paper": {}}, {"cpu": 1, "paper": 1},
-                       specs={"cpu": spec}, cells=cells) for name in ("exp-a", "exp-b"))
+    a, b = (Experiment(name, "x", "a test", verdict, {"cpu": design, "paper": design}, {"cpu": 1, "paper": 1})
+            for name in ("exp-a", "exp-b"))
     calls = []
 
     def run(points, name, spec_):  # stands in for the executor: records the runs as done at chance
@@ -129,12 +126,12 @@ def test_every_cell_a_verdict_reads_is_one_its_sweep_trains(scale, monkeypatch):
     monkeypatch.setenv("EVALSUITE_MEMORY_CHECK", "off")
     for exp in rep.all_experiments():
         spec = exp.spec(scale)
-        if spec is None or exp.cells is None:
+        if spec is None:
             continue
         runs = [RunRecord(run_id=p.run_id, config=p.config.as_dict(), status="done",
                           metrics={"accuracy": 0.5, "val_accuracy": 0.5, "floor": 0.1, "state_size": 1000})
                 for p in sweeps.expand(spec)]
-        cells = exp.cells(runs, exp.params[scale])
+        cells = list(exp.cells(runs, scale).values())
         empty = [c.label for c in cells if not c.present]
         assert cells and not empty, f"{exp.name} ({scale}): no run of its sweep fills {empty}"
 
@@ -194,7 +191,7 @@ def test_mad_paper_score_covers_its_six_tasks_and_fuzzy_recall_has_mads_levels()
     # levels of different tasks share names ("V16 T128" is a recall, a fuzzy recall and a compression level):
     # every one is a cell of its own (they once overwrote each other's)
     assert len({(lv["task_label"], lv["name"]) for lv in p["levels"]}) == len(p["levels"]) > len({lv["name"] for lv in p["levels"]})
-    assert len(m.cells_by_setting([], p)) == len(p["models"]) * len(p["levels"]) * len(p["weight_decays"])
+    assert len(rep.get("mad").designs["paper"].cells) == len(p["models"]) * len(p["levels"]) * len(p["weight_decays"])
     cells = {(model, lv["task_label"], lv["name"], wd):
              SimpleNamespace(val=0.5, acc=0.25 if lv["task_label"] == "fuzzy recall" else 1.0)
              for model in p["models"] for lv in p["levels"] for wd in p["weight_decays"]}

@@ -56,11 +56,11 @@ def test_smoke_trains_each_shared_point_once_and_judges_each_experiment_from_its
     want = {e.name: len(sweeps.expand(e.spec("cpu"))) if e.spec("cpu") else 0 for e in exps}
     assert calls == [("reproduce-cpu-smoke", sum(want.values()))] and len(runs) == calls[0][1]
     for exp in exps:  # every cell a verdict reads finds its smoke runs (MAD's levels differ by num_train)
-        assert exp.cells is None or all(c.present for c in exp.cells(runs, exp.params["cpu"])), exp.name
+        assert all(c.present for c in exp.cells(runs, "cpu", every_budget=True).values()), exp.name
     assert [v.name for v in verdicts] == [e.name for e in exps]
     assert any("capacity-knee: no training sweep" in line for line in said)  # probes only: said, not skipped silently
     # every smoke run at the floor: softmax-mqar's positive control fails, so it is inconclusive, not "not reproduced"
-    assert verdicts[0].status.value == "inconclusive"
+    assert verdicts[0].status.value == "inconclusive" and "positive control failed" in verdicts[0].why
 
 
 @pytest.mark.parametrize("flag", [["--results", "r.md"], ["--verdicts-only"], ["--segment-minutes", "5"]])

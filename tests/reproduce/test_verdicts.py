@@ -38,7 +38,7 @@ def test_every_experiment_with_runs_has_synthetic_cases():
     """A new experiment that reads runs must bring its four synthetic run sets here."""
     from evalsuite import reproduce
 
-    assert {e.name for e in reproduce.all_experiments() if e.specs} == set(CASES)
+    assert {e.name for e in reproduce.all_experiments() if e.designs["cpu"].cells} == set(CASES)
 
 
 def test_jrt_needs_one_pass_to_fall_short():
@@ -213,7 +213,7 @@ def test_an_ordering_reversed_is_contradicted_only_when_both_figures_are_settled
 
 
 def test_a_shortfall_that_4x_the_budget_closes_is_contradicted():
-    from evalsuite.reproduce.protocol import CPU_FEATURE_DIM
+    from evalsuite.reproduce.settings import CPU_FEATURE_DIM
 
     # elu+1 at d64, D=16 reaches softmax when given 4x the budget: it does not "fall short"
     runs = linear_width(0.07, 0.38, 0.99, 0.99)
@@ -250,7 +250,7 @@ def test_frontier_states_stand_in_zoologys_units_beside_ours():
     runs = [r.model_copy(update={"metrics": {**r.metrics, "state_size": 2000}, "config": {
         **r.config, "model": {**r.config["model"], "d_model": 16}}}) if r.config["model"]["name"] == "delta" else r for r in runs]
     from evalsuite.reproduce import frontier as fr
-    delta = [Cell.of(runs, "d", model__name="delta")]
+    delta = [Cell.of(runs, "d", {"model.name": "delta"})]
     assert fr.zoology_state(delta[0]) == 4 * (2000 - 2 * 3 * 16)
     text = " ".join(judge("frontier-delta", CASES["frontier-delta"][0]).figures)
     assert "Zoology units" in text and "Zoology's logged units" in text
@@ -313,9 +313,11 @@ def test_capacity_law_sets_each_maps_probe_at_the_d_prime_of_its_trained_models(
         keys = [k for k in law.maps(d).values() if k["model"] != "softmax"]
         calls = list(law.probe_calls(d).values())
         assert len(calls) == len(keys) == 5
-        configs = [pt.config.as_dict() for pt in expand(rep.get("capacity-law").spec(scale))]
-        for k, call in zip(keys, calls):
-            where = {key.replace("__", "."): v for key, v in law._where(k, sc["pairs"][0]).items()}
+        design = rep.get("capacity-law").designs[scale]
+        configs = [pt.config.as_dict() for pt in expand(design.spec("x"))]
+        labels = [label for label, keys in law.maps(d).items() if keys["model"] != "softmax"]
+        for label, k, call in zip(labels, keys, calls):
+            where = design.match(next(c for c in design.cells if c.key == (label, sc["pairs"][0], 2)))
             point = next(c for c in configs if all(get(c, key) == v for key, v in where.items()))
             trained = models.key_features(point["model"])
             probed = memory_feature_dim(call["memory"], call["d_key"], call.get("feature_map"), call.get("feature_map_options"))
@@ -343,11 +345,9 @@ def test_induction_reads_its_far_length_through_the_settledness_rule():
     training length but short far beyond it is escalated to 4x the budget on every seed, and
     without those reruns the clause is undecided."""
     from evalsuite.reproduce.escalation import next_changes
-    from evalsuite.reproduce.experiments import induction_extrapolation as ind
 
     runs = induction(1.0, [1.0, 0.3, 0.07], 1.0, [1.0, 1.0, 1.0], long=False)
-    p = rep.get("induction-extrapolation").params["cpu"]
-    far = ind.far_cells(runs, p)["softmax, RoPE"]
+    far = rep.get("induction-extrapolation").cells(runs, "cpu")["far", "softmax, RoPE"]
     assert far.metric == "eval_1_accuracy" and far.acc == 0.3
     assert {c["seed"] for c in next_changes(far)} == {1, 2, 3} and all(c["epochs"] == 12.0 for c in next_changes(far))
     v = judge("induction-extrapolation", runs)
@@ -357,17 +357,16 @@ def test_induction_reads_its_far_length_through_the_settledness_rule():
 def test_mad_settles_only_the_cells_its_verdict_reads():
     """A cell only the score reads (the delta rule on recall, compression) may stay at the base
     budget: the verdict is still decided, says so, and the escalation is not asked to settle it."""
-    from evalsuite.reproduce.experiments import mad as m
     from tests.reproduce.synthetic import mad
     runs = mad(unsettled=(("delta", "V64 T128"), ("softmax", "V16 T32"), ("elu+1", "V1024")))
     v = judge("mad", runs)
     assert v.status is Outcome.REPRODUCED, (v.figures, v.why)
     assert any("no check reads, stand at the base budget" in f for f in v.figures)
-    judged = {c.label for c in m.verdict_cells(runs, m.CPU)}
+    judged = {c.label for c in rep.get("mad").cells(runs, "cpu", roles=("test", "control")).values()}
     assert judged == {"softmax on in-context recall V64 T128", "elu+1 on in-context recall V64 T128",
                       "Mamba-2 on in-context recall V64 T128", "Mamba-2 on memorization V1024",
                       "delta on memorization V1024"}
-    assert {c.label for c in rep.get("mad").cells(runs, m.CPU)} == judged  # what the escalation settles
+    assert {c.label for c in rep.get("mad").judged_cells(runs, "cpu")} == judged  # what the escalation settles
     # one the verdict reads, left unsettled, leaves it inconclusive
     assert judge("mad", mad(unsettled=(("delta", "V1024"),))).status is Outcome.INCONCLUSIVE
 

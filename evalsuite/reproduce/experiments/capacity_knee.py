@@ -14,8 +14,8 @@ from evalsuite.analysis.capacity import probe_curves, retrieved
 from evalsuite.analysis.capacity import probe_feature_dim as feature_dim
 from evalsuite.labels import memory_label
 from evalsuite.records import TARGET_ACCURACY
-from evalsuite.reproduce.cells import BUDGET_FACTOR, MIN_SEEDS
-from evalsuite.reproduce.experiment import Experiment, register
+from evalsuite.protocol import BUDGET_FACTOR, MIN_SEEDS
+from evalsuite.reproduce.experiment import Design, Experiment, register
 from evalsuite.reproduce.probes import knee_unsettled
 
 # the memories of the verdict, named by the one function that names probe rows
@@ -28,7 +28,7 @@ CPU_PAIRS = [4, 8, 12, 16, 20, 24, 32, 40, 48, 64, 96, 128]  # S points from d'/
 RESOLVES = 3  # a knee is read only where the grid has this many S points between d'/2 and 4 d'
 
 
-def verdict(runs, probes, p, judge):
+def verdict(cells, probes, p, judge):
     from evalsuite.analysis import half_point, knee
 
     need, d_key = MEMORIES, p["d_key"]
@@ -97,5 +97,5 @@ def _probes(**extra) -> list[dict]:
 register(Experiment(
     "capacity-knee", "One memory layer, S pairs then one read: a linear memory retrieves about d' pairs past S = d' "
     "(elu+1: d' = d_key; DPFP: 2 nu d_key), softmax every S in the range.", "Schlag et al. 2021, section 6.1, setting 1", verdict,
-    params={"cpu": {"d_key": 16}, "paper": {"d_key": 64}}, minutes={"cpu": 6, "paper": 30},
+    designs={"cpu": Design(params={"d_key": 16}), "paper": Design(params={"d_key": 64})}, minutes={"cpu": 6, "paper": 30},
     probes={"cpu": _probes(pairs=CPU_PAIRS), "paper": _probes(d_key=64, pairs=PAPER_PAIRS)}, order=30))

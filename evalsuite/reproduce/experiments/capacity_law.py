@@ -47,9 +47,10 @@ import math
 from evalsuite.analysis.capacity import memory_feature_dim, probe_capacities
 from evalsuite.labels import memory_label
 from evalsuite.reproduce.clauses import reaches
-from evalsuite.reproduce.cells import CEILING, MAX_4X_GAIN, Cell
-from evalsuite.reproduce.experiment import Experiment, register
-from evalsuite.reproduce.protocol import CPU_LRS, PAPER_LRS
+from evalsuite.protocol import CEILING, MAX_GAIN
+from evalsuite.reproduce.cells import Cell
+from evalsuite.reproduce.experiment import CellSpec, Design, Experiment, register
+from evalsuite.reproduce.settings import CPU_LRS, PAPER_LRS
 from evalsuite.reproduce.verdict import above, higher, not_higher, runnable, unsettled
 
 TOLERANCE = math.sqrt(2)  # plateau within d' / TOLERANCE .. d' x TOLERANCE (see the module docstring)
@@ -79,25 +80,6 @@ LAYERS = ("elu+1", "delta")  # measured at 1 and 2 mixer layers, D = 2 d' (the d
 SCALES = {"cpu": {"d_prime": 8, "pairs": [4, 8, 16, 32], "epochs": 8},
           "paper": {"d_prime": 16, "pairs": [8, 12, 16, 24, 32, 48, 64], "epochs": 16}}
 VOCAB = 256
-
-
-def _where(keys: dict, pairs: int, layers: int = 2) -> dict:
-    out = {"task__name": "recall", "task__num_kv_pairs": pairs, "task__seq_len": 4 * pairs, "model__d_model": 64,
-           "model__n_layers": layers, "model__name": keys["model"]}
-    out.update({k.replace(".", "__"): v for k, v in keys.items() if k != "model"})
-    return out
-
-
-def cells_by_point(runs, p) -> dict[tuple[str, int, int], Cell]:
-    """(map label, D, layers) -> its cell."""
-    out, m = {}, maps(p["d_prime"])
-    for label, keys in m.items():
-        for D in p["pairs"]:
-            out[label, D, 2] = Cell.of(runs, f"{label} D={D}", **_where(keys, D))
-    D = 2 * p["d_prime"]
-    for label in LAYERS:
-        out[label, D, 1] = Cell.of(runs, f"{label} D={D}, 1 layer", **_where(m[label], D, layers=1))
-    return out
 
 
 def d_prime(cell: Cell) -> int | None:
@@ -138,7 +120,7 @@ def within(level: float | None, d: int, cells: list[Cell]) -> bool | None:
 
 
 def moved(cell: Cell) -> bool | None:
-    """The 4x rerun moved the cell (a seed gained MAX_4X_GAIN or more): True; it did not, on every
+    """The 4x rerun moved the cell (a seed gained MAX_GAIN or more): True; it did not, on every
     seed: False; None without a 4x rerun on every reported seed (a cell at the ceiling has none to
     move: False)."""
     if cell.acc >= CEILING:
@@ -146,7 +128,7 @@ def moved(cell: Cell) -> bool | None:
     gains = cell.gains
     if not gains or not set(cell.seeds) <= set(gains):
         return None
-    return any(g >= MAX_4X_GAIN for g in gains.values())
+    return any(g >= MAX_GAIN for g in gains.values())
 
 
 def probe_calls(d: int) -> dict[str, dict]:
@@ -191,8 +173,7 @@ def probe_line(dims: dict, levels: dict, probes, d: int, finals: dict | None = N
             + "; ".join(parts)) if parts else None
 
 
-def verdict(runs, probes, p, judge):
-    cells = cells_by_point(runs, p)
+def verdict(cells, probes, p, judge):
     cs = list(cells.values())
     if (v := judge.missing(cs)):
         return v
@@ -264,25 +245,23 @@ def verdict(runs, probes, p, judge):
     return judge.decide(figures, checks, unsettled(cs), can_run=runnable(cs))
 
 
-def points(scale: str, lrs: list[float]) -> list[dict]:
+def design(scale: str, rates) -> Design:
+    """Every map at every D (T = 4 D) with two mixer layers, and elu+1 and the delta rule at D = 2 d'
+    with one; softmax at the smallest D is the positive control."""
     sc = SCALES[scale]
     m = maps(sc["d_prime"])
-    out = [{**keys, "task.num_kv_pairs": D, "task.seq_len": 4 * D, "train.lr": lr}
-           for keys in m.values() for D in sc["pairs"] for lr in lrs]
+
+    def point(keys, D, layers=2):
+        return {**keys, "task.num_kv_pairs": D, "task.seq_len": 4 * D, "model.d_model": 64, "model.n_layers": layers}
+    cells = [CellSpec((label, D, 2), f"{label} D={D}", point(keys, D),
+                      role="control" if (label, D) == ("softmax", sc["pairs"][0]) else "test",
+                      reads="the positive control" if (label, D) == ("softmax", sc["pairs"][0]) else "the plateau past d'")
+             for label, keys in m.items() for D in sc["pairs"]]
     D = 2 * sc["d_prime"]
-    out += [{**m[label], "task.num_kv_pairs": D, "task.seq_len": 4 * D, "model.n_layers": 1, "train.lr": lr}
-            for label in LAYERS for lr in lrs]
-    return out
-
-
-def spec(scale: str, lrs: list[float]) -> dict:
-    """The sweep: every point, the base itself one of them (an empty grid expands to the base: the
-    softmax control at the smallest D and the middle rate)."""
-    sc = SCALES[scale]
-    D = sc["pairs"][0]
-    base = {"task": "recall", "model": "softmax", "preset": "default", "task.vocab_size": VOCAB, "task.num_kv_pairs": D,
-            "task.seq_len": 4 * D, "train.lr": lrs[1]}
-    return {"base": base, "set": {"train.epochs": sc["epochs"]}, "points": points(scale, lrs)}
+    cells += [CellSpec((label, D, 1), f"{label} D={D}, 1 layer", point(m[label], D, layers=1),
+                       reads="one mixer layer against two (reported)") for label in LAYERS]
+    base = {"task": "recall", "model": "softmax", "preset": "default", "task.vocab_size": VOCAB, "train.epochs": sc["epochs"]}
+    return Design(base, cells, rates, {"pairs": sc["pairs"], "d_prime": sc["d_prime"]})
 
 
 register(Experiment(
@@ -290,8 +269,6 @@ register(Experiment(
     "(accuracy x D) plateau near d' once D passes it, the same for every additive map at one d', higher for DPFP's "
     "larger d', unmoved by 4x the budget; the delta rule holds at least as many; softmax keeps every pair.",
     "Katharopoulos et al. 2020; Schlag et al. 2021, section 6.1 (FINDINGS 3, 16)", verdict,
-    params={scale: {"pairs": sc["pairs"], "d_prime": sc["d_prime"]} for scale, sc in SCALES.items()},
-    minutes={"cpu": (255, 1275), "paper": 180},
-    specs={"cpu": spec("cpu", CPU_LRS), "paper": spec("paper", PAPER_LRS)},
-    cells=lambda runs, p: list(cells_by_point(runs, p).values()), order=15,
+    designs={"cpu": design("cpu", CPU_LRS), "paper": design("paper", PAPER_LRS)},
+    minutes={"cpu": (255, 1275), "paper": 180}, order=15,
     probes={scale: list(probe_calls(sc["d_prime"]).values()) for scale, sc in SCALES.items()}))

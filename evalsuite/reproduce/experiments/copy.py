@@ -2,9 +2,9 @@
 slowly (Katharopoulos et al. 2020, Figure 2)."""
 from __future__ import annotations
 
-from evalsuite.reproduce.cells import MIN_SEEDS
-from evalsuite.reproduce.experiment import Experiment, register
-from evalsuite.reproduce.protocol import CPU_LRS, PAPER_LRS, lrs, pair
+from evalsuite.protocol import MIN_SEEDS
+from evalsuite.reproduce.experiment import Design, Experiment, register
+from evalsuite.reproduce.settings import CPU_LRS, PAPER_LRS, pair
 from evalsuite.reproduce.verdict import fmt, runnable, unsettled
 
 LOW_LOSS = 0.1
@@ -14,8 +14,8 @@ def _steps(cell) -> str:
     return ", ".join(f"{r.metrics['best_step']} of {r.metrics['steps']}" for r in cell.best_runs)
 
 
-def verdict(runs, probes, p, judge):
-    soft, lin = pair(runs, "copy")
+def verdict(cells, probes, p, judge):
+    soft, lin = cells["softmax"], cells["elu+1"]
     if (v := judge.missing([soft, lin])):
         return v
     figures = [f"{c.figure()}; test loss {fmt(c.loss)}, best validation at step {_steps(c)}" for c in (soft, lin)]
@@ -28,11 +28,12 @@ def verdict(runs, probes, p, judge):
                         can_run=runnable([soft, lin]))
 
 
+CELLS = pair(reads=f"both test losses below {LOW_LOSS}")
+
 register(Experiment(
     "copy", "Copy: softmax and elu+1 linear attention both reach a low loss (linear may converge more slowly).",
-    "Katharopoulos et al. 2020, Figure 2", verdict, params={"cpu": {}, "paper": {}}, minutes={"cpu": (5, 27), "paper": 60},
-    specs={"cpu": {"base": {"task": "copy", "model": "softmax"}, "grid": {"model": ["softmax", "linear"], **lrs(CPU_LRS)},
-                   "set": {"train.epochs": 5}},  # pinned: the default preset's budget may change
-           "paper": {"base": {"task": "copy", "model": "softmax", "preset": "paper"},
-                     "grid": {"model": ["softmax", "linear"], **lrs(PAPER_LRS)}}},
-    cells=lambda runs, p: pair(runs, "copy"), order=70))
+    "Katharopoulos et al. 2020, Figure 2", verdict,
+    # cpu: 5 epochs pinned (the default preset's budget may change)
+    designs={"cpu": Design({"task": "copy", "model": "softmax", "train.epochs": 5}, CELLS, CPU_LRS),
+             "paper": Design({"task": "copy", "model": "softmax", "preset": "paper"}, CELLS, PAPER_LRS)},
+    minutes={"cpu": (5, 27), "paper": 60}, order=70))

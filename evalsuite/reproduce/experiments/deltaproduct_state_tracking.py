@@ -24,9 +24,10 @@ every position at least the ceiling, 0.95, as the parity entry); the test length
 from __future__ import annotations
 
 from evalsuite.reproduce.clauses import reaches, stays_below
-from evalsuite.reproduce.cells import CEILING, MIN_SEEDS, Cell, get
-from evalsuite.reproduce.experiment import Experiment, register
-from evalsuite.reproduce.protocol import CPU_LRS, PAPER_LRS, lrs
+from evalsuite.protocol import CEILING, MIN_SEEDS
+from evalsuite.reproduce.cells import Cell
+from evalsuite.reproduce.experiment import CellSpec, Design, Experiment, register
+from evalsuite.reproduce.settings import CPU_LRS, PAPER_LRS
 from evalsuite.reproduce.verdict import runnable, unsettled
 
 LEVEL = CEILING  # "tracks the group": at least this accuracy at every position of the training length
@@ -37,15 +38,6 @@ def label(group: str, n: int, negative: bool) -> str:
     return f"{group}, n_h={n}, eigenvalues {RANGES[negative]}"
 
 
-def cells_by_setting(runs, p) -> dict[tuple[str, int, bool], Cell]:
-    runs = [r for r in runs if get(r.config, "train.epochs") >= p["epochs"] - 1e-9]  # the base budget and its 4x
-    where = {"task__name": "word_problem", "task__seq_len": p["seq_len"], "model__name": "deltaproduct",
-             "model__d_model": p["d_model"]}
-    return {(g, n, neg): Cell.of(runs, label(g, n, neg), task__group=g, model__householder=n,
-                                 model__negative_eigenvalues=True if neg else None, **where)
-            for g in p["groups"] for n in p["householders"] for neg in (True, False)}
-
-
 def learns(c: Cell, level: float) -> bool | None:
     """The capability shown (``Cell.reaches``: True); settled below it, no seed at it (False)."""
     if reaches(c, level):
@@ -53,8 +45,7 @@ def learns(c: Cell, level: float) -> bool | None:
     return False if stays_below(c, level) else None
 
 
-def verdict(runs, probes, p, judge):
-    cells = cells_by_setting(runs, p)
+def verdict(cells, probes, p, judge):
     cs = list(cells.values())
     if (v := judge.missing(cs)):
         return v
@@ -82,12 +73,18 @@ CPU = {"seq_len": 128, "d_model": 32, "groups": ["S3"], "householders": [1, 2], 
 PAPER = {"seq_len": 128, "d_model": 128, "groups": ["S3", "A5", "S5"], "householders": [1, 2, 3, 4], "epochs": 20}
 
 
-def spec(p: dict, rates: list[float], **settings) -> dict:
-    return {"base": {"task": "word_problem", "model": "deltaproduct", "preset": "s3"},
-            "set": {"model.n_layers": 1, "model.conv_kernel": 0, "model.d_model": p["d_model"],
-                    "train.epochs": p["epochs"], **settings},
-            "grid": {"task.group": p["groups"], "model.householder": p["householders"],
-                     "model.negative_eigenvalues": [True, False], **lrs(rates)}}
+def design(p: dict, rates, **settings) -> Design:
+    base = {"task": "word_problem", "model": "deltaproduct", "preset": "s3", "model.n_layers": 1, "model.conv_kernel": 0,
+            "train.epochs": p["epochs"], **settings}
+    top = max(p["householders"])
+    cells = [CellSpec((g, n, neg), label(g, n, neg),
+                      {"task.group": g, "task.seq_len": p["seq_len"], "model": "deltaproduct", "model.d_model": p["d_model"],
+                       "model.householder": n, "model.negative_eigenvalues": neg},
+                      role="control" if (g, n, neg) == ("S3", top, True) else "test",
+                      reads=f"the positive control: reaches {LEVEL}" if (g, n, neg) == ("S3", top, True)
+                      else f"stays below {LEVEL}")
+             for g in p["groups"] for n in p["householders"] for neg in (True, False)]
+    return Design(base, cells, rates, p)
 
 
 register(Experiment(
@@ -104,7 +101,7 @@ register(Experiment(
     # So about 60 wall-min if every cell learned and about 270 if the three stay below: three
     # segments. The cut made: S3 only and n_h in {1, 2}, before the seeds (three, five where they
     # disagree); nothing else is cut, since the positive control needs the longer budget.
-    verdict, params={"cpu": CPU, "paper": PAPER}, minutes={"cpu": (60, 270), "paper": 600},
-    specs={"cpu": spec(CPU, CPU_LRS, **{"model.n_heads": 2, "train.warmup_steps": 62}),
-           "paper": spec(PAPER, PAPER_LRS, **{"model.n_heads": 4, "train.weight_decay": 1e-6})},
-    cells=lambda runs, p: list(cells_by_setting(runs, p).values()), order=115))
+    verdict, minutes={"cpu": (60, 270), "paper": 600},
+    designs={"cpu": design(CPU, CPU_LRS, **{"model.n_heads": 2, "train.warmup_steps": 62}),
+             "paper": design(PAPER, PAPER_LRS, **{"model.n_heads": 4, "train.weight_decay": 1e-6})},
+    order=115))

@@ -3,7 +3,8 @@ attention) at no more state (docs/FINDINGS.md, finding 9)."""
 from __future__ import annotations
 
 from evalsuite.reproduce import frontier as fr
-from evalsuite.reproduce.cells import MARGIN, Cell
+from evalsuite.protocol import MARGIN
+from evalsuite.reproduce.cells import Cell
 from evalsuite.reproduce.experiment import Experiment, register
 from evalsuite.reproduce.verdict import contradicted, higher
 
@@ -36,5 +37,5 @@ def check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str]
 
 register(Experiment(
     "frontier-based", "Based sits above both of its parts (Taylor linear attention, sliding-window attention) at no more state.",
-    fr.SOURCE, fr.verdict_of(check), fr.PARAMS, fr.MINUTES, specs=fr.SPECS, cells=fr.all_cells, group="frontier",
+    fr.SOURCE, fr.verdict_of(check), fr.DESIGNS, fr.MINUTES, group="frontier",
     order=132))

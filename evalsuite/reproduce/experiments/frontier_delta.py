@@ -27,5 +27,5 @@ register(Experiment(
     "frontier-delta",
     f"The delta rule reaches MQAR accuracy {fr.LEVEL} with less state than additive (elu+1) and decayed "
     "(GLA, Mamba-2, RetNet) linear attention.",
-    fr.SOURCE, fr.verdict_of(check), fr.PARAMS, fr.MINUTES, specs=fr.SPECS, cells=fr.all_cells, group="frontier",
+    fr.SOURCE, fr.verdict_of(check), fr.DESIGNS, fr.MINUTES, group="frontier",
     order=130))

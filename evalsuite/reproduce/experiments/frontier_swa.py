@@ -66,5 +66,5 @@ def check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str]
 register(Experiment(
     "frontier-swa",
     f"Sliding-window attention needs far more state ({fr.FAR:g}x or more) than fixed-state mixers for the same recall.",
-    fr.SOURCE, fr.verdict_of(check), fr.PARAMS, fr.MINUTES, specs=fr.SPECS, cells=fr.all_cells, group="frontier",
+    fr.SOURCE, fr.verdict_of(check), fr.DESIGNS, fr.MINUTES, group="frontier",
     order=131))

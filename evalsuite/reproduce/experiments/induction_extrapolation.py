@@ -26,38 +26,19 @@ training length.
 """
 from __future__ import annotations
 
-from evalsuite.reproduce.cells import LEARNED_FRACTION, Cell
-from evalsuite.reproduce.experiment import Experiment, register
-from evalsuite.reproduce.protocol import PAPER_LRS, lrs
+from evalsuite.protocol import LEARNED_FRACTION
+from evalsuite.reproduce.cells import Cell
+from evalsuite.reproduce.experiment import CellSpec, Design, Experiment, register, resolved
+from evalsuite.reproduce.settings import PAPER_LRS
 from evalsuite.reproduce.verdict import runnable, unsettled
 
 
-def cells_by_model(runs, p) -> dict[str, Cell]:
-    where = {"task__name": "induction", "task__seq_len": p["seq_len"], "model__d_model": p["d_model"]}
-    return {label: Cell.of(runs, label, model__name=model, model__positions=positions, model__conv_kernel=conv, **where)
-            for label, model, positions, conv in p["models"]}
-
-
-def far_segment(runs, p) -> tuple[int, int] | None:
-    """(index, length) of the shortest eval segment of at least ``beyond`` x the training length."""
-    for r in runs:
-        if r.config["task"].get("name") == "induction" and r.config["task"].get("seq_len") == p["seq_len"]:
-            segs = [(i, s["seq_len"]) for i, s in enumerate(r.config["task"].get("eval_segments") or [])
-                    if s["seq_len"] >= p["beyond"] * p["seq_len"]]
-            if segs:
-                return min(segs, key=lambda x: x[1])
-    return None
-
-
-def far_cells(runs, p) -> dict[str, Cell]:
-    """The judged encodings read at the far length (their figure, gains and ceiling)."""
-    far = far_segment(runs, p)
-    if far is None:
-        return {}
-    where = {"task__name": "induction", "task__seq_len": p["seq_len"], "model__d_model": p["d_model"]}
-    return {label: Cell.of(runs, f"{label} at T={far[1]}", metric=f"eval_{far[0]}_accuracy", model__name=model,
-                           model__positions=positions, model__conv_kernel=conv, **where)
-            for label, model, positions, conv in p["models"] if label in p["judged"]}
+def far_segment(base: dict, seq_len: int, beyond: float) -> tuple[int, int] | None:
+    """(index, length) of the shortest eval segment of at least ``beyond`` x the training length,
+    as the design's base configures its test lengths."""
+    segs = [(i, s["seq_len"]) for i, s in enumerate(resolved(base)["task"].get("eval_segments") or [])
+            if s["seq_len"] >= beyond * seq_len]
+    return min(segs, key=lambda x: x[1]) if segs else None
 
 
 def fails(cell: Cell, level: float) -> bool | None:
@@ -68,10 +49,9 @@ def fails(cell: Cell, level: float) -> bool | None:
     return False if cell.stable and cell.acc >= level else None
 
 
-def verdict(runs, probes, p, judge):
-    cells = cells_by_model(runs, p)
+def verdict(cells, probes, p, judge):
     judged = [cells[label] for label in p["judged"]]
-    reported = [c for label, c in cells.items() if label not in p["judged"]]
+    reported = [cells[label] for label in p["reported"]]
     if not any(c.present for c in judged) and any(c.present for c in reported):
         return judge.decide([c.figure() for c in cells.values() if c.present],
                             {f"{c.label} below the learned level far beyond the training length": None for c in judged},
@@ -81,7 +61,7 @@ def verdict(runs, probes, p, judge):
                                      "induction-extrapolation` for the sinusoidal, RoPE and xPos cells")
     if (v := judge.missing(judged)):
         return v
-    shown = [c for c in cells.values() if c.present]
+    shown = [c for c in judged + reported if c.present]
     figures = [c.figure() for c in shown]
     by_len = {c.label: c.eval_accuracies() for c in shown}
     for label, accs in by_len.items():
@@ -89,10 +69,10 @@ def verdict(runs, probes, p, judge):
     for c in judged:
         if (v := judge.control(c, figures)):
             return v
-    far = far_segment(runs, p)
+    far = p["far"]
     if far is None:
         return judge.inconclusive(figures, f"no test length of at least {p['beyond']}x the training length")
-    reads = far_cells(runs, p)
+    reads = {label: cells["far", label] for label in p["judged"]}
     figures += [c.figure() for c in reads.values()]
     checks = {}
     for c in judged:
@@ -117,20 +97,35 @@ POSITIONED = [("softmax, sinusoidal", "softmax", "sinusoidal", 0), ("softmax, Ro
               ("softmax, xPos", "softmax", "xpos", 0)]
 REPORTED = [("softmax + conv, no positions", "softmax", "none", 4), ("softmax + conv, RoPE", "softmax", "rope", 4),
             ("delta + conv", "delta", "none", 4)]
-INDUCTION_LRS = [0.0003, 0.001, 0.003]
-MODELS = POSITIONED + REPORTED
-GRID = {"model,model.positions,model.conv_kernel": [[m, pos, conv] for _, m, pos, conv in MODELS]}
-JUDGED = [label for label, *_ in POSITIONED]
+INDUCTION_LRS = (0.0003, 0.001, 0.003)
+
+
+def design(base: dict, rates, seq_len: int = 64, d_model: int = 64, beyond: float = 4) -> Design:
+    """Every encoding at the training length (the judged ones' is their control: they must learn the
+    task) and the judged ones again at the far test length (``metric``: that eval segment's accuracy)."""
+    at = {"task.seq_len": seq_len, "model.d_model": d_model}
+
+    def point(model, positions, conv):
+        return {"model": model, "model.positions": positions, "model.conv_kernel": conv, **at}
+    cells = [CellSpec(label, label, point(*rest), role="control", reads="learns at the training length")
+             for label, *rest in POSITIONED]
+    cells += [CellSpec(label, label, point(*rest), role="reported") for label, *rest in REPORTED]
+    far = far_segment({**base, **point(*POSITIONED[0][1:])}, seq_len, beyond)
+    if far is not None:
+        cells += [CellSpec(("far", label), f"{label} at T={far[1]}", point(*rest), metric=f"eval_{far[0]}_accuracy",
+                           reads=f"below the learned level at {beyond:g}x the training length")
+                  for label, *rest in POSITIONED]
+    return Design(base, cells, rates, {"seq_len": seq_len, "d_model": d_model, "beyond": beyond, "far": far,
+                                       "judged": [label for label, *_ in POSITIONED],
+                                       "reported": [label for label, *_ in REPORTED]})
+
+
 register(Experiment(
     "induction-extrapolation", "On induction heads, softmax attention with positional encodings (absolute, RoPE, xPos) "
     "generalises to at most about 2x its training length.",
     "Mamba (Gu and Dao 2023), Table 2 (FINDINGS 11)", verdict,
-    params={"cpu": {"seq_len": 64, "d_model": 64, "beyond": 4, "models": MODELS, "judged": JUDGED},
-            "paper": {"seq_len": 256, "d_model": 64, "beyond": 4, "models": MODELS, "judged": JUDGED}},
-    minutes={"cpu": (26, 149), "paper": 120},
-    specs={"cpu": {"base": {"task": "induction", "model": "softmax"}, "set": {"train.epochs": 3, "train.stop_at_target": False},
-                   "grid": {**GRID, **lrs(INDUCTION_LRS)}},
-           "paper": {"base": {"task": "induction", "model": "softmax", "preset": "mamba"},
-                     "set": {"train.stop_at_target": False},
-                     "grid": {**GRID, **lrs(PAPER_LRS)}}},
-    cells=lambda runs, p: list(cells_by_model(runs, p).values()) + list(far_cells(runs, p).values()), order=120))
+    designs={"cpu": design({"task": "induction", "model": "softmax", "train.epochs": 3, "train.stop_at_target": False},
+                           INDUCTION_LRS),
+             "paper": design({"task": "induction", "model": "softmax", "preset": "mamba", "train.stop_at_target": False},
+                             PAPER_LRS, seq_len=256)},
+    minutes={"cpu": (26, 149), "paper": 120}, order=120))

@@ -1,9 +1,9 @@
 """ListOps: softmax above elu+1 linear attention, both far below 100% (LRA, Tay et al. 2021, Table 1)."""
 from __future__ import annotations
 
-from evalsuite.reproduce.cells import MARGIN
-from evalsuite.reproduce.experiment import Experiment, register
-from evalsuite.reproduce.protocol import CPU_LRS, PAPER_LRS, lrs, pair
+from evalsuite.protocol import MARGIN
+from evalsuite.reproduce.experiment import Design, Experiment, register
+from evalsuite.reproduce.settings import CPU_LRS, PAPER_LRS, pair
 from evalsuite.reproduce.verdict import above, fmt, runnable, unsettled
 
 FAR_BELOW = 0.9
@@ -11,8 +11,8 @@ LRA_LENGTH = 2000  # LRA's ListOps sequences reach 2,000 tokens
 TESTS_AT = LRA_LENGTH / 4  # shorter than this, the runs test another setting than LRA's
 
 
-def verdict(runs, probes, p, judge):
-    soft, lin = pair(runs, "listops")
+def verdict(cells, probes, p, judge):
+    soft, lin = cells["softmax"], cells["elu+1"]
     if (v := judge.missing([soft, lin])):
         return v
     figures = [c.figure() for c in (soft, lin)] + ["LRA Table 1: 36.37 vs 16.13 at length 2,000 (untuned); the floor is "
@@ -29,11 +29,12 @@ def verdict(runs, probes, p, judge):
                         unsettled([soft, lin]), can_run=runnable([soft, lin]), untested=untested)
 
 
+CELLS = pair(reads="softmax above elu+1")
+
 register(Experiment(
     "listops-order", "ListOps: softmax above elu+1 linear attention, both far below 100%.", "LRA (Tay et al. 2021), Table 1",
-    verdict, params={"cpu": {}, "paper": {}}, minutes={"cpu": (3, 17), "paper": 240},
-    specs={"cpu": {"base": {"task": "listops", "model": "softmax"}, "grid": {"model": ["softmax", "linear"], **lrs(CPU_LRS)},
-                   "set": {"train.num_train": 20000, "train.epochs": 3}},
-           "paper": {"base": {"task": "listops", "model": "softmax", "preset": "lra"},
-                     "grid": {"model": ["softmax", "linear"], **lrs(PAPER_LRS)}}},
-    cells=lambda runs, p: pair(runs, "listops"), order=60))
+    verdict,
+    designs={"cpu": Design({"task": "listops", "model": "softmax", "train.num_train": 20000, "train.epochs": 3}, CELLS,
+                           CPU_LRS),
+             "paper": Design({"task": "listops", "model": "softmax", "preset": "lra"}, CELLS, PAPER_LRS)},
+    minutes={"cpu": (3, 17), "paper": 240}, order=60))

@@ -48,8 +48,8 @@ from __future__ import annotations
 import statistics
 
 from evalsuite.reproduce.cells import Cell
-from evalsuite.reproduce.experiment import Experiment, register
-from evalsuite.reproduce.protocol import CPU_LRS
+from evalsuite.reproduce.experiment import CellSpec, Design, Experiment, register
+from evalsuite.reproduce.settings import CPU_LRS
 from evalsuite.reproduce.verdict import above, runnable, unsettled
 
 MODELS = {
@@ -107,27 +107,8 @@ PAPER_LEVELS = (
              {"task.vocab_size": 16, "task.seq_len": 256, "task.num_tokens": 16}, {"train.num_train": 12800})])
 
 
-def _where(settings: dict) -> dict:
-    return {k.replace(".", "__"): v for k, v in settings.items()}
-
-
 def label(model: str, lv: dict, wd: float | None = None) -> str:
     return f"{model} on {lv['task_label']} {lv['name']}" + ("" if wd is None else f", wd {wd}")
-
-
-def cells_by_setting(runs, p) -> dict[tuple[str, str, str, float], Cell]:
-    """(model label, task label, level name, weight decay) -> its cell (levels of different tasks share
-    names: in-context recall, fuzzy recall and compression each have a "V16 T128")."""
-    out = {}
-    for m in p["models"]:
-        keys = MODELS[m]
-        for lv in p["levels"]:
-            for wd in p["weight_decays"]:
-                where = {"task__name": lv["task"], "model__d_model": p["d_model"], "train__weight_decay": wd,
-                         **_where({k: v for k, v in keys.items() if k != "model"}), "model__name": keys["model"],
-                         **_where(lv["settings"]), **_where({k: v for k, v in lv["train"].items() if k != "train.epochs"})}
-                out[m, lv["task_label"], lv["name"], wd] = Cell.of(runs, label(m, lv, wd if len(p["weight_decays"]) > 1 else None), **where)
-    return out
 
 
 def best(cells, m: str, lv: dict, p) -> Cell:
@@ -165,23 +146,12 @@ def judged(p) -> list[tuple[str, str, str]]:
     return list(dict.fromkeys((m, lv["task_label"], lv["name"]) for m, lv in pairs))
 
 
-def judged_cells(cells, p) -> list[Cell]:
-    """The judged pairs' cells at every weight decay (MAD keeps the better one, so each is settled)."""
-    keep = set(judged(p))
-    return [c for (m, t, n, _), c in cells.items() if (m, t, n) in keep]
-
-
-def verdict_cells(runs, p) -> list[Cell]:
-    """What the escalation settles: the cells the verdict reads."""
-    return judged_cells(cells_by_setting(runs, p), p)
-
-
-def verdict(runs, probes, p, judge):
-    cells = cells_by_setting(runs, p)
+def verdict(cells, probes, p, judge):
     cs = list(cells.values())
     if (v := judge.missing(cs)):
         return v
-    read = judged_cells(cells, p)
+    keep = set(judged(p))
+    read = [c for (m, t, n, _), c in cells.items() if (m, t, n) in keep]
     figures = [c.figure() for c in cs]
     recall = [lv for lv in p["levels"] if lv["task_label"] == "in-context recall"]
     memo = [lv for lv in p["levels"] if lv["task_label"] == "memorization"]
@@ -223,18 +193,25 @@ PAPER = {"levels": PAPER_LEVELS, "weight_decays": [0.0, 0.1], "d_model": 128, "m
          "scale_note": "MAD's six tasks"}
 
 
-def spec(p: dict, rates: list[float], recall_epochs: float) -> dict:
-    points = []
-    for keys in (MODELS[m] for m in p["models"]):
+def design(p: dict, rates, recall_epochs: float) -> Design:
+    """Every model at every level and weight decay; the cells a clause reads (``judged``) are settled
+    (the control: softmax on the first recall level), the score's others are reported."""
+    keep = set(judged(p))
+    first_recall = next(lv for lv in p["levels"] if lv["task_label"] == "in-context recall")
+    cells = []
+    for m in p["models"]:
         for lv in p["levels"]:
-            train = {"train.epochs": recall_epochs, **lv["train"]}
+            train = {k: v for k, v in lv["train"].items() if k != "train.epochs"}
             for wd in p["weight_decays"]:
-                for lr in rates:
-                    points.append({"task": lv["task"], **keys, **lv["settings"], **train, "model.d_model": p["d_model"],
-                                   "train.weight_decay": wd, "train.lr": lr})
-    # the base is a point (it adds no run), one whose keys every other point sets: a memorisation one
-    base = next(q for q in points if q["task"] == "memorize")
-    return {"base": {**base, "preset": "default"}, "points": points}
+                control = (m, lv["name"], lv["task_label"]) == ("softmax", first_recall["name"], first_recall["task_label"])
+                role = "control" if control else "test" if (m, lv["task_label"], lv["name"]) in keep else "reported"
+                cells.append(CellSpec((m, lv["task_label"], lv["name"], wd),
+                                      label(m, lv, wd if len(p["weight_decays"]) > 1 else None),
+                                      {"task": lv["task"], **MODELS[m], **lv["settings"], **train,
+                                       "model.d_model": p["d_model"], "train.weight_decay": wd},
+                                      role=role, epochs=lv["train"].get("train.epochs", recall_epochs),
+                                      reads="the positive control" if control else "an ordering" if role == "test" else ""))
+    return Design({"task": "memorize", "model": "softmax", "preset": "default"}, cells, rates, p)
 
 
 register(Experiment(
@@ -258,6 +235,5 @@ register(Experiment(
     # softmax reached 0.977 at step 800 after a late jump (+0.787 in the last quarter, flagged
     # undertrained), so it learns within 800 steps with little to spare; a seed or rate that jumps
     # later sends its cell to 4x reruns (about 12 min more on 2 workers).
-    verdict, params={"cpu": CPU, "paper": PAPER}, minutes={"cpu": (23, 86), "paper": 3600},
-    specs={"cpu": spec(CPU, CPU_LRS, 4), "paper": spec(PAPER, MAD_LRS, 200)},
-    cells=verdict_cells, order=116))
+    verdict, designs={"cpu": design(CPU, CPU_LRS, 4), "paper": design(PAPER, MAD_LRS, 200)},
+    minutes={"cpu": (23, 86), "paper": 3600}, order=116))

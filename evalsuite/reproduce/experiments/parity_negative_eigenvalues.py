@@ -3,25 +3,15 @@ and elu+1 linear attention do not (Grazzi et al. 2024; docs/FINDINGS.md, finding
 from __future__ import annotations
 
 from evalsuite.reproduce.clauses import reaches, stays_below
-from evalsuite.reproduce.cells import CEILING, MIN_SEEDS, Cell
-from evalsuite.reproduce.experiment import Experiment, register
-from evalsuite.reproduce.protocol import CPU_LRS, PAPER_LRS, lrs
+from evalsuite.protocol import CEILING, MIN_SEEDS
+from evalsuite.reproduce.experiment import CellSpec, Design, Experiment, register
+from evalsuite.reproduce.settings import CPU_LRS, PAPER_LRS
 from evalsuite.reproduce.verdict import runnable, unsettled
 
 LEVEL = CEILING  # "learns parity": at least this accuracy at every position of the training length
 
 
-def cells_by_model(runs, p) -> dict[str, Cell]:
-    where = {"task__name": "word_problem", "task__group": "Z2", "task__seq_len": p["seq_len"], "model__d_model": p["d_model"]}
-    return {"delta, beta in (0, 2)": Cell.of(runs, "delta, beta in (0, 2)", model__name="delta",
-                                             model__negative_eigenvalues=True, **where),
-            "delta, beta in (0, 1)": Cell.of(runs, "delta, beta in (0, 1)", model__name="delta",
-                                             model__negative_eigenvalues=None, **where),
-            "elu+1": Cell.of(runs, "elu+1", model__name="linear", model__feature_map="elu1", **where)}
-
-
-def verdict(runs, probes, p, judge):
-    cells = cells_by_model(runs, p)
+def verdict(cells, probes, p, judge):
     cs = list(cells.values())
     if (v := judge.missing(cs)):
         return v
@@ -44,15 +34,18 @@ def verdict(runs, probes, p, judge):
         f"elu+1 stays below {LEVEL}": stays_below(cells["elu+1"], LEVEL)}, unsettled(cs), can_run=runnable(cs))
 
 
+def design(rates, d_model, epochs, seq_len=64) -> Design:
+    at = {"task.group": "Z2", "task.seq_len": seq_len, "model.d_model": d_model}
+    return Design({"task": "word_problem", "model": "delta", "train.epochs": epochs}, [
+        CellSpec("delta, beta in (0, 2)", "delta, beta in (0, 2)", {"model": "delta", "model.negative_eigenvalues": True, **at},
+                 role="control", reads=f"the positive control: reaches {LEVEL}"),
+        CellSpec("delta, beta in (0, 1)", "delta, beta in (0, 1)", {"model": "delta", "model.negative_eigenvalues": False, **at},
+                 reads=f"stays below {LEVEL}"),
+        CellSpec("elu+1", "elu+1", {"model": "linear", **at}, reads=f"stays below {LEVEL}")], rates)
+
+
 register(Experiment(
     "parity-negative-eigenvalues", "With beta in (0, 2) (eigenvalues in (-1, 1)) the delta rule learns parity, where "
     "beta in (0, 1) and elu+1 linear attention do not.", "Grazzi et al. 2024, negative eigenvalues (FINDINGS 12)", verdict,
-    params={"cpu": {"seq_len": 64, "d_model": 32}, "paper": {"seq_len": 64, "d_model": 128}},
-    minutes={"cpu": (10, 48), "paper": 60},
-    specs={"cpu": {"base": {"task": "word_problem", "model": "delta"}, "set": {"train.epochs": 3, "model.d_model": 32},
-                   "grid": {"model.negative_eigenvalues": [True, False], **lrs(CPU_LRS)},
-                   "points": [{"model": "linear", "train.lr": lr} for lr in CPU_LRS]},
-           "paper": {"base": {"task": "word_problem", "model": "delta"}, "set": {"model.d_model": 128, "train.epochs": 20},
-                     "grid": {"model.negative_eigenvalues": [True, False], **lrs(PAPER_LRS)},
-                     "points": [{"model": "linear", "train.lr": lr} for lr in PAPER_LRS]}},
-    cells=lambda runs, p: list(cells_by_model(runs, p).values()), order=110))
+    designs={"cpu": design(CPU_LRS, 32, 3), "paper": design(PAPER_LRS, 128, 20)},
+    minutes={"cpu": (10, 48), "paper": 60}, order=110))

@@ -2,14 +2,10 @@
 and their entropy grows with context length (the seed documents' geometric reading)."""
 from __future__ import annotations
 
-from evalsuite.reproduce.cells import MARGIN
-from evalsuite.reproduce.experiment import Experiment, register
-from evalsuite.reproduce.protocol import CPU_BASE, CPU_LRS, CPU_SET, PAPER_BASE, PAPER_LRS, lrs, pair
+from evalsuite.protocol import MARGIN
+from evalsuite.reproduce.experiment import Design, Experiment, register
+from evalsuite.reproduce.settings import CPU_BASE, CPU_LRS, PAPER_BASE, PAPER_LRS, pair
 from evalsuite.reproduce.verdict import fmt
-
-
-def cells(runs, p):
-    return pair(runs, "recall", model__d_model=p["d_model"], task__num_kv_pairs=p["pairs"], task__seq_len=p["seq_len"])
 
 
 def _retrieval(run):
@@ -22,8 +18,8 @@ def _retrieval(run):
     return None, []
 
 
-def verdict(runs, probes, p, judge):
-    soft, lin = cells(runs, p)
+def verdict(cells, probes, p, judge):
+    soft, lin = cells["softmax"], cells["elu+1"]
     if (v := judge.missing([soft, lin])):
         return v
     figures = [c.figure() for c in (soft, lin)]
@@ -52,13 +48,13 @@ def verdict(runs, probes, p, judge):
                                   f"elu+1's entropy grows with context by > {MARGIN} nats (every seed)": grows})
 
 
+def design(base, rates, d_model, pairs, seq_len) -> Design:
+    return Design(base, pair(reads="softmax sharper than elu+1; elu+1's entropy grows with context",
+                             **{"model.d_model": d_model, "task.num_kv_pairs": pairs, "task.seq_len": seq_len}), rates)
+
+
 register(Experiment(
     "sharpness", "Softmax concentrates its weight on the queried key; elu+1's implicit weights are much flatter, and their "
     "entropy grows with context length.", "the seed documents' geometric reading", verdict,
-    params={"cpu": {"d_model": 64, "pairs": 4, "seq_len": 64}, "paper": {"d_model": 64, "pairs": 16, "seq_len": 256}},
-    minutes={"cpu": (9, 44), "paper": 30}, analyses=("retrieval_layer", "sharpness", "sharpness_by_context"),
-    specs={"cpu": {"base": CPU_BASE, "set": {**CPU_SET, "task.num_kv_pairs": 4},
-                   "grid": {"model": ["softmax", "linear"], **lrs(CPU_LRS)}},
-           "paper": {"base": PAPER_BASE, "grid": {"model": ["softmax", "linear"], **lrs(PAPER_LRS)},
-                     "set": {"model.d_model": 64, "task.seq_len": 256, "task.num_kv_pairs": 16}}},
-    cells=cells, order=80))
+    designs={"cpu": design(CPU_BASE, CPU_LRS, 64, 4, 64), "paper": design(PAPER_BASE, PAPER_LRS, 64, 16, 256)},
+    minutes={"cpu": (9, 44), "paper": 30}, analyses=("retrieval_layer", "sharpness", "sharpness_by_context"), order=80))

@@ -1,22 +1,18 @@
 """Softmax attention solves MQAR at small width (docs/FINDINGS.md; Zoology, Figure 2)."""
 from __future__ import annotations
 
+from evalsuite.protocol import CEILING, MIN_SEEDS
 from evalsuite.reproduce.clauses import reaches
-from evalsuite.reproduce.cells import CEILING, MIN_SEEDS
-from evalsuite.reproduce.experiment import Experiment, register
-from evalsuite.reproduce.protocol import CPU_BASE, CPU_SET, PAPER_BASE, PAPER_LRS, lrs, mqar, rows
+from evalsuite.reproduce.experiment import CellSpec, Design, Experiment, register
+from evalsuite.reproduce.settings import CPU_BASE, CPU_LRS, PAPER_BASE, PAPER_LRS
 from evalsuite.reproduce.verdict import INCONCLUSIVE, runnable, unsettled
 
 NEAR_PERFECT = CEILING  # "near 100%"
+SETTINGS = [(64, 4), (128, 8)]
 
 
-def cells(runs, p):
-    return [mqar(runs, f"softmax d{p['d_model']} (T={T}, D={D})", "softmax", d_model=p["d_model"], seq_len=T, pairs=D)
-            for T, D in p["settings"]]
-
-
-def verdict(runs, probes, p, judge):
-    cs = cells(runs, p)
+def verdict(cells, probes, p, judge):
+    cs = list(cells.values())
     if (v := judge.missing(cs)):
         return v
     figures = [c.figure() for c in cs]
@@ -28,13 +24,15 @@ def verdict(runs, probes, p, judge):
     return judge.decide(figures, checks, unsettled(cs) or f"{MIN_SEEDS} reported seeds", can_run=runnable(cs))
 
 
+def design(base, rates, width=64) -> Design:
+    return Design(base, [CellSpec((T, D), f"softmax d{width} (T={T}, D={D})",
+                                  {"model": "softmax", "model.d_model": width, "task.seq_len": T, "task.num_kv_pairs": D},
+                                  reads=f"softmax near 100% at (T, D) = ({T}, {D})")
+                         for T, D in SETTINGS], rates)
+
+
 register(Experiment(
     "softmax-mqar", "Softmax attention solves MQAR at small width (2 layers, 1 head, d_model 64; (T, D) = (64, 4), (128, 8)).",
     "Zoology (Arora et al. 2023), Figure 2", verdict,
-    params={"cpu": {"d_model": 64, "settings": [(64, 4), (128, 8)]},
-            "paper": {"d_model": 64, "settings": [(64, 4), (128, 8)]}},
-    minutes={"cpu": (14, 72), "paper": 60},
-    specs={"cpu": {"base": CPU_BASE, "set": CPU_SET, "grid": rows(("softmax", 64, 64, 4), ("softmax", 64, 128, 8))},
-           "paper": {"base": PAPER_BASE, "grid": {"task.seq_len,task.num_kv_pairs": [[64, 4], [128, 8]], **lrs(PAPER_LRS)},
-                     "set": {"model.d_model": 64}}},
-    cells=cells, order=10))
+    designs={"cpu": design(CPU_BASE, CPU_LRS), "paper": design(PAPER_BASE, PAPER_LRS)},
+    minutes={"cpu": (14, 72), "paper": 60}, order=10))

@@ -5,22 +5,13 @@ Every verdict reads its cells through ``unsettled`` (``Cell.stable``, ``Cell.set
 ``MIN_RATES`` rates with the best not at an edge (or at ``LR_LIMITS``); ``MIN_SEEDS`` seeds are
 reported at the chosen rate (``MAX_SEEDS`` when some learned and some did not); and, below
 ``CEILING``, every reported seed was rerun at ``BUDGET_FACTOR`` x the budget at the chosen rate and
-half of it, read at the one that validates best, with a gain within ``MAX_4X_GAIN`` on every seed
+half of it, read at the one that validates best, with a gain within ``MAX_GAIN`` on every seed
 (a rise says the budget decides the figure; a fall says the schedule does: "unstable") and no 4x
 run still undertrained. 4x the budget that takes every seed to the ceiling is final as well.
 """
 from __future__ import annotations
 
-from evalsuite.config import BUDGET_FACTOR
-
-LEARNED_FRACTION = 0.5
-MIN_RATES = 3
-MIN_SEEDS = 3
-MAX_SEEDS = 5  # seeds are added up to this where the reported seeds disagree (some learned, some not)
-MAX_4X_GAIN = 0.05
-MARGIN = 0.05
-LR_LIMITS = (1e-5, 0.1)  # the grid is extended past an edge only inside these
-CEILING = 0.95  # cells below this get the full treatment (edges, seeds, 4x); above it, only the seeds
+from evalsuite.protocol import BUDGET_FACTOR, CEILING, LR_LIMITS, MAX_GAIN, MIN_RATES
 
 
 def incomplete(cell) -> list[str]:
@@ -62,11 +53,11 @@ def unsettled(cell) -> list[str]:
         lack.append(f"needs {BUDGET_FACTOR}x reruns at lr {', '.join(f'{x:g}' for x in cell.long_rates)} on every seed"
                     + (f" (seed {', '.join(map(str, missing))} has none)" if missing else ""))
         return lack
-    rose = {s: g for s, g in cell.gains.items() if g >= MAX_4X_GAIN}
-    fell = {s: g for s, g in cell.gains.items() if g <= -MAX_4X_GAIN}
+    rose = {s: g for s, g in cell.gains.items() if g >= MAX_GAIN}
+    fell = {s: g for s, g in cell.gains.items() if g <= -MAX_GAIN}
     if rose:
         lack.append(f"its {BUDGET_FACTOR}x rerun gained " + ", ".join(f"{g:+.3f} (seed {s})" for s, g in rose.items())
-                    + f" (>= {MAX_4X_GAIN}), so the budget, not the model, decides this figure")
+                    + f" (>= {MAX_GAIN}), so the budget, not the model, decides this figure")
     if fell:
         lack.append(f"unstable: its {BUDGET_FACTOR}x rerun fell " + ", ".join(f"{g:+.3f} (seed {s})" for s, g in fell.items())
                     + ", so the schedule, not the model, decides this figure")

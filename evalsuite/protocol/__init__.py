@@ -1,0 +1,55 @@
+"""The evidence protocol: when a figure may be cited, in one place at the bottom of the house.
+
+Every layer that reads the protocol imports it from here (config, the reports, ``reproduce``);
+nothing recomputes it. What it says:
+
+- **Rates**: a cell's rate sweep has at least ``MIN_RATES`` rates and its best (by validation)
+  is not at an edge of the grid, unless that edge is at ``LR_LIMITS``.
+- **Seeds**: ``MIN_SEEDS`` seeds are reported at the chosen rate (``MAX_SEEDS`` where some
+  learned and some did not).
+- **Budget**: below ``CEILING``, every reported seed is rerun at ``BUDGET_FACTOR`` x the base
+  budget; a figure is settled when that rerun moves no seed by ``MAX_GAIN`` or more.
+- **Learned**: at least ``LEARNED_FRACTION`` of the way from the floor to 1.
+- **Comparisons** need ``MARGIN`` plus both cells' seed spreads, and the same order per seed.
+- **One setting**: two runs are one setting when their configurations differ only in what the
+  escalation changes (``ESCALATED``: seed, rate, budget, warm-up): ``setting_key``.
+
+``settled.unsettled`` applies these rules to a cell (``evalsuite.reproduce.cells.Cell``).
+"""
+from __future__ import annotations
+
+import json
+
+LEARNED_FRACTION = 0.5
+MIN_RATES = 3
+MIN_SEEDS = 3
+MAX_SEEDS = 5  # seeds are added up to this where the reported seeds disagree (some learned, some not)
+MAX_GAIN = 0.05  # a rerun at the next budget that moves a seed by this much or more: the budget decides the figure
+MARGIN = 0.05
+LR_LIMITS = (1e-5, 0.1)  # the grid is extended past an edge only inside these
+CEILING = 0.95  # cells below this get the full treatment (edges, seeds, longer budgets); above it, only the seeds
+BUDGET_FACTOR = 4  # a shortfall is rerun at this many times its budget (the reports mark those runs)
+LADDER = (1, BUDGET_FACTOR)  # the budgets a setting is trained at, as multiples of its base budget
+
+# what the escalation changes: the runs of one sweep point at every seed, rate, budget and warm-up
+ESCALATED = (("seed",), ("train", "lr"), ("train", "epochs"), ("train", "warmup_steps"))
+
+
+def canonical_json(config: dict) -> str:
+    """A configuration dict as the text its run id hashes (keys sorted, no spaces)."""
+    return json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def setting_key(config: dict) -> str:
+    """A stored configuration less what escalation changes (``ESCALATED``): equal for a sweep
+    point's runs at every seed, rate, budget and warm-up, and for nothing else. Stored dicts are
+    canonical (a late field at its default is left out), so no parsing is needed."""
+    out = {**config, "train": dict(config.get("train") or {})}
+    for path in ESCALATED:
+        (out if len(path) == 1 else out["train"]).pop(path[-1], None)
+    return canonical_json(out)
+
+
+def is_escalated(path: str) -> bool:
+    """Whether a dotted config path (``train.lr``) is one the escalation changes."""
+    return tuple(path.split(".")) in ESCALATED
