@@ -5,7 +5,7 @@ DataFrame), ``evalsuite.tasks`` and ``evalsuite.models``.
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from evalsuite.version import __version__
 
 
 def run(task: str, model: str, **kwargs):

@@ -51,7 +51,7 @@ def describe(device: torch.device) -> dict:
     vector instructions torch's CPU kernels use: AVX2, AVX512, ...) are there because the same
     configuration on another CPU sums floats in another order, and a run on the edge of a plateau
     can then end elsewhere: two records that disagree and differ here are not a bug in the suite."""
-    from evalsuite import __version__
+    from evalsuite.version import __version__
 
     env = {
         "evalsuite": __version__,

@@ -1,4 +1,5 @@
-"""One registry class for tasks, models and feature maps.
+"""One registry class for every kind of extension: tasks, models, feature maps, run analyses,
+report sections and experiments.
 
 A reference (``ref``) is one of
   * a registered name: ``"linear"``;
@@ -135,6 +136,10 @@ class Registry:
             return target
 
         return add(obj) if obj is not None else add
+
+    def unregister(self, name: str) -> None:
+        """Remove an entry (a test's throwaway, a plug-in withdrawn); no error when absent."""
+        self._entries.pop(name, None)
 
     def _load(self) -> None:
         if not self._builtins_loaded:

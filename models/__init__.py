@@ -37,6 +37,17 @@ def mixer_class(name) -> type[Mixer]:
     return cls
 
 
+def probe_memory(name: str, d_key: int, **options):
+    """The one-layer memory of mixer ``name`` at key size ``d_key`` (``models.memory``; a capacity
+    probe's), built with ``options`` (feature_map, feature_map_options, ...). ``ValueError`` naming
+    why for a mixer that has none."""
+    cls = mixer_class(name)
+    if getattr(cls, "memory", None) is None:
+        have = sorted(n for n, c in MODELS.items() if getattr(c, "memory", None) is not None)
+        raise ValueError(f"model {name!r} has no probe memory: {cls.no_memory}; memories: {', '.join(have)}")
+    return cls.memory(d_key, **options)
+
+
 def split_options(name, options: dict, stored: bool = False) -> tuple[BackboneOptions, MixerOptions]:
     """Separate backbone options from the mixer's own; unknown keys raise ``ValueError``.
     ``stored``: the options of a stored run (``Params.stored_section``: a field it leaves out that
@@ -124,5 +135,5 @@ def build(name, *, vocab_size: int, d_model: int, n_layers: int, n_heads: int, f
     return spec.build(vocab_size, feature_map=None if named is not None else feature_map)
 
 
-__all__ = ["MODELS", "AttentionView", "BackboneOptions", "LanguageModel", "Mixer", "MixerOptions", "ModelConfig",
+__all__ = ["MODELS", "AttentionView", "probe_memory", "BackboneOptions", "LanguageModel", "Mixer", "MixerOptions", "ModelConfig",
            "ModelSpec", "build", "key_features", "names"]

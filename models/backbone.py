@@ -92,6 +92,9 @@ class Mixer(nn.Module):
     Options: ClassVar[type[MixerOptions]] = MixerOptions
     uses_feature_map: ClassVar[bool] = False
     rotary: ClassVar[bool] = False  # applies ``self.rotary_kind`` (rope / xpos) to its queries and keys
+    # the one-layer memory a capacity probe uses for this mixer (``models.memory``), or why it has none
+    memory: ClassVar[type | None] = None
+    no_memory: ClassVar[str] = "it defines no one-layer memory (models/memory.py) for the capacity probe"
 
     def __init__(self, d_model: int, n_heads: int, options: MixerOptions, feature_map=None):
         super().__init__()

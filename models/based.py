@@ -30,6 +30,8 @@ class Based:
     Options = BasedOptions
     uses_feature_map = True  # the linear layers' map
     default_feature_map = "taylor"
+    memory = None
+    no_memory = "a layer recipe (Taylor linear plus a window): probe its linear layers' memory (linear, feature map taylor)"
 
     @classmethod
     def build_layers(cls, d_model, n_heads, n_layers, options: BasedOptions, feature_map=None) -> list[Mixer]:

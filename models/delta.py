@@ -19,6 +19,7 @@ from torch import nn
 
 from . import MODELS, ops
 from .backbone import AttentionView, Mixer, MixerOptions
+from .memory import DeltaMemory
 
 # Added to the gate's logit so a freshly initialised gate keeps ~98% of the state per token
 # (the generic init zeroes biases, and alpha = 0.5 would forget everything within a few tokens).
@@ -59,6 +60,7 @@ def key_map(x):
 class DeltaRule(Mixer):
     """Delta rule (Schlag et al. 2021; DeltaNet): edits its fixed d_k x d_v state per head
     (d_k = ``feature_dim``, default the head size; d_v = the head size)."""
+    memory = DeltaMemory
 
     Options = DeltaOptions
 
@@ -155,3 +157,5 @@ class DeltaProduct(DeltaRule):
     (-1, 1), and the product of n_h factors can rotate the state (state tracking)."""
 
     Options = DeltaProductOptions
+    memory = None
+    no_memory = "n_h edits per token need n_h keys per written pair; its one-step form is the delta rule (probe memory delta)"

@@ -59,6 +59,8 @@ class GLAOptions(MixerOptions):
 @MODELS.register("gla")
 class GatedLinearAttention(Mixer):
     """Decayed linear attention S_t = diag(g_t) S_{t-1} + k_t v_t^T (RetNet, Mamba-2 or GLA gate)."""
+    no_memory = ("its decays forget by design, so write-then-read capacity mixes memory with forgetting; at decay 1 "
+                 "it is the linear memory with the identity map (probe memory linear)")
 
     Options = GLAOptions
 

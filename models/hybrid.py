@@ -53,6 +53,8 @@ class Hybrid:
 
     Options = HybridOptions
     uses_feature_map = True  # handed to the layers that take one
+    memory = None
+    no_memory = "a layer recipe: probe the memory of each mixer it stacks"
 
     @classmethod
     def build_layers(cls, d_model, n_heads, n_layers, options: HybridOptions, feature_map=None) -> list[Mixer]:

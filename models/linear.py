@@ -10,6 +10,7 @@ from torch import nn
 
 from . import MODELS, feature_maps, ops
 from .backbone import AttentionView, Mixer, MixerOptions
+from .memory import LinearMemory
 
 
 class LinearOptions(MixerOptions):
@@ -24,6 +25,7 @@ class LinearOptions(MixerOptions):
 @MODELS.register("linear")
 class LinearAttention(Mixer):
     """Causal linear attention phi(q)^T S / phi(q).z with a pluggable feature map (default elu+1)."""
+    memory = LinearMemory
 
     Options = LinearOptions
     uses_feature_map = True

@@ -86,6 +86,8 @@ def recurrence(r, k, v, w, a, kappa, state=None):
 class RWKV7(Mixer):
     """RWKV-7's generalised delta rule (core; see the module docstring): a fixed d_k x d_v state per
     head, decayed per channel and edited with a learned in-context rate per channel."""
+    no_memory = ("its update decays and replaces along a separate key; at no decay it is the delta rule (probe "
+                 "memory delta)")
 
     Options = RWKV7Options
 

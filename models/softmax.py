@@ -7,12 +7,14 @@ from torch import nn
 
 from . import MODELS
 from .backbone import AttentionView, Mixer
+from .memory import SoftmaxMemory
 
 
 @MODELS.register("softmax")
 class SoftmaxAttention(Mixer):
     """Multi-head causal attention through ``scaled_dot_product_attention``; decodes with a KV cache
     (of rotated keys when positions are rotary)."""
+    memory = SoftmaxMemory
 
     rotary = True
 

@@ -50,6 +50,7 @@ def sliding_window_attention(q, k, v, window: int):
 @MODELS.register("swa")
 class SlidingWindowAttention(Mixer):
     """Causal softmax attention within a sliding window; its state is the window's KV cache."""
+    no_memory = "its window keeps every pair inside it exactly and none outside: its capacity is the window"
 
     rotary = True
 

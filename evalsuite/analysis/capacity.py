@@ -39,81 +39,21 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from evalsuite.labels import memory_label
-from evalsuite.models import feature_maps, ops
 from evalsuite.records import TARGET_ACCURACY
 
-MEMORIES = ("softmax", "linear", "delta")
+from .probe_common import build, check, memory_feature_dim, retrieval, row
 
-
-def _check(memory: str, d_key: int, pairs) -> list[int]:
-    if memory not in MEMORIES:
-        raise ValueError(f"memory must be one of {', '.join(MEMORIES)}, got {memory!r}")
-    if not isinstance(d_key, int) or d_key < 1:
-        raise ValueError(f"d_key must be a positive integer, got {d_key!r}")
-    pairs = [int(s) for s in pairs]
-    if not pairs or min(pairs) < 1:
-        raise ValueError(f"pairs must be positive integers, got {pairs!r}")
-    return pairs
-
-
-class Memory(nn.Module):
-    """Write keys/values ``[N, S, d]`` with optional beta ``[N, S]``, read queries ``[N, R, d]``."""
-
-    def __init__(self, memory: str, d_key: int, feature_map=None, feature_map_options=None,
-                 softmax_scale: float | None = None):
-        super().__init__()
-        self.memory = memory
-        self.fmap = None
-        if memory == "linear":
-            self.fmap = feature_maps.get(feature_map or "elu1", d_key, **(feature_map_options or {}))
-            if not self.fmap.nonnegative:
-                raise ValueError(f"feature map {feature_map!r} can be negative; the probe's linear memory uses the z-denominator")
-        elif feature_map is not None:
-            raise ValueError(f"memory {memory!r} takes no feature map (got {feature_map!r})")
-        # unit keys: q.k_i = 1 against ~N(0, 1/d) for the others; a scale of 2d separates them
-        self.softmax_scale = 2.0 * d_key if softmax_scale is None else softmax_scale
-
-    def state_floats(self, n_pairs: int, d_key: int, d_value: int) -> int:
-        if self.memory == "softmax":
-            return n_pairs * (d_key + d_value)
-        if self.memory == "linear":
-            return self.fmap.out_dim * (d_value + 1)
-        return d_key * d_value
-
-    def forward(self, keys, values, queries, beta=None, scale=None):
-        if self.memory == "softmax":
-            if scale is None:  # analytic: cosine scores at a fixed sharp temperature
-                queries, keys, scale = F.normalize(queries, dim=-1), F.normalize(keys, dim=-1), self.softmax_scale
-            weights = torch.softmax(scale * queries @ keys.transpose(-1, -2), -1)
-            return weights @ values
-        if self.memory == "linear":
-            phi_q, phi_k = ops.apply_feature_map(self.fmap, queries, keys, causal=False)
-            state = phi_k.transpose(-1, -2) @ values
-            z = phi_k.sum(-2)
-            return (phi_q @ state) / ((phi_q * z[:, None]).sum(-1, keepdim=True) + 1e-6)
-        beta = torch.ones(keys.shape[:2], device=keys.device) if beta is None else beta
-        _, state = ops.delta_rule(keys[:, None], keys[:, None], values[:, None], beta[:, None], return_state=True)
-        return queries @ state[:, 0]
-
-
-def _retrieval(read, values_true, candidates):
-    """accuracy: the read is nearest (cosine) to its own value among ``candidates`` [N, C, d]."""
-    sims = F.normalize(read, dim=-1) @ F.normalize(candidates, dim=-1).transpose(-1, -2)  # [N, R, C]
-    target = F.normalize(values_true, dim=-1)
-    own = (F.normalize(read, dim=-1) * target).sum(-1, keepdim=True)
-    correct = (sims <= own + 1e-6).all(-1)
-    return correct.float().mean().item(), F.mse_loss(read, values_true).item()
-
+__all__ = ["analytic_probe", "capacity_probe", "half_point", "knee", "memory_feature_dim", "probe_capacities",
+           "probe_curves", "retrieved", "schlag_probe", "trained_probe"]
 
 def analytic_probe(memory: str, d_key: int, pairs, *, feature_map=None, feature_map_options=None,
                    d_value: int | None = None, trials: int = 64, seed: int = 0) -> pd.DataFrame:
     """Write S random (key, value) pairs (keys with unit-variance entries, unit values), read
     every key back; one row per S. Accuracy: the read is nearest to its own value."""
-    pairs = _check(memory, d_key, pairs)
+    pairs = check(memory, d_key, pairs)
     d_value = d_value or d_key
     torch.manual_seed(seed)
-    mem = Memory(memory, d_key, feature_map, feature_map_options)
+    mem = build(memory, d_key, feature_map, feature_map_options)
     gen = torch.Generator().manual_seed(seed)
     rows = []
     with torch.no_grad():
@@ -123,26 +63,10 @@ def analytic_probe(memory: str, d_key: int, pairs, *, feature_map=None, feature_
                 keys = F.normalize(keys, dim=-1)  # the delta rule needs unit keys
             values = F.normalize(torch.randn(trials, S, d_value, generator=gen), dim=-1)
             read = mem(keys, values, keys)
-            acc, loss = _retrieval(read, values, values)
-            rows.append(_row(memory, feature_map, feature_map_options, d_key, S, acc, loss, False, 1,
-                             mem.state_floats(S, d_key, d_value), variant="analytic", seed=seed, trials=trials))
+            acc, loss = retrieval(read, values, values)
+            rows.append(row(memory, feature_map, feature_map_options, d_key, S, acc, loss, False, 1,
+                            mem.state_floats(S, d_value), variant="analytic", seed=seed, trials=trials))
     return pd.DataFrame(rows)
-
-
-def _row(memory, feature_map, options, d_key, S, acc, loss, trained, setting, state, **extra):
-    name = memory_label(memory, feature_map, options)
-    return {"memory": name, "kind": memory, "feature_map": feature_map if memory == "linear" else None,
-            "d_key": d_key, "pairs": S, "accuracy": acc, "loss": loss, "trained": trained, "setting": setting,
-            "state_floats": state, "feature_dim": memory_feature_dim(memory, d_key, feature_map, options), **extra}
-
-
-def memory_feature_dim(memory: str, d_key: int, feature_map=None, feature_map_options=None) -> int | None:
-    """d' of a probe's memory, from the memory itself: a linear memory's feature map output size
-    (elu+1: d_key; DPFP: 2 nu d_key; Performer: 2 x its random features), the delta rule's key
-    size; None for softmax, which keeps every pair."""
-    if memory == "linear":
-        return feature_maps.get(feature_map or "elu1", d_key, **(feature_map_options or {})).out_dim
-    return d_key if memory == "delta" else None
 
 
 class SchlagProbe(nn.Module):
@@ -165,7 +89,7 @@ class SchlagProbe(nn.Module):
         for lin in (self.key_proj, self.query_proj):
             nn.init.uniform_(lin.weight, -bound, bound)
         self.beta = nn.Linear(e + S, 1) if memory == "delta" else None
-        self.mem = Memory(memory, d_key, feature_map, feature_map_options)
+        self.mem = build(memory, d_key, feature_map, feature_map_options)
 
     def forward(self, key_ids, value_ids, query_ids):
         v = F.one_hot(value_ids, self.S).float()                      # [N, L, S]
@@ -219,7 +143,7 @@ def schlag_probe(memory: str, d_key: int, pairs, *, feature_map=None, feature_ma
     ``min_steps``: no stop on patience before this step (a probe rerun at 4x the steps must get
     them; reaching the loss target still stops it). ``loss``: ``"squared"`` (the paper's) or
     ``"cross_entropy"`` (variant schlag-ce)."""
-    pairs = _check(memory, d_key, pairs)
+    pairs = check(memory, d_key, pairs)
     if loss not in ("squared", "cross_entropy"):
         raise ValueError(f"loss must be squared or cross_entropy, got {loss!r}")
     variant = "schlag" if loss == "squared" else "schlag-ce"
@@ -251,8 +175,8 @@ def schlag_probe(memory: str, d_key: int, pairs, *, feature_map=None, feature_ma
                 if val_loss <= 0.001 or (strikes > 10 and step >= min_steps):
                     break
         loss_value, acc = best
-        rows.append(_row(memory, feature_map, feature_map_options, d_key, S, acc, loss_value, True, setting,
-                         probe.mem.state_floats(S, d_key, S), variant=variant, seed=seed, steps=step, max_steps=steps, lr=lr,
+        rows.append(row(memory, feature_map, feature_map_options, d_key, S, acc, loss_value, True, setting,
+                        probe.mem.state_floats(S, S), variant=variant, seed=seed, steps=step, max_steps=steps, lr=lr,
                          batch_size=batch_size, seconds=time.perf_counter() - start))
         if echo:
             echo(f"  {rows[-1]['memory']:>20}  S={S:>4}  held-out accuracy {acc:.3f}  loss {loss_value:.4f}  "
@@ -286,7 +210,7 @@ def trained_probe(memory: str, d_key: int, pairs, *, variant: str = "schlag", fe
     if variant == "schlag-ce":
         options = {**options, "loss": "cross_entropy"}
     if variant == "tied":
-        from .tied_probe import tied_probe as probe   # it builds on this module's Memory
+        from .tied_probe import tied_probe as probe
     else:
         probe = schlag_probe
     return probe(memory, d_key, pairs, feature_map=feature_map, feature_map_options=feature_map_options, setting=setting,
@@ -363,10 +287,10 @@ def retrieved(curve: pd.DataFrame, d: int) -> float | None:
 def knee(df: pd.DataFrame, threshold: float = TARGET_ACCURACY, x: str = "pairs", y: str = "accuracy") -> int:
     """Largest ``x`` such that every ``x`` up to it is retrieved at >= ``threshold`` (0 if none)."""
     best = 0
-    for _, row in df.sort_values(x).iterrows():
-        if row[y] < threshold:
+    for _, point in df.sort_values(x).iterrows():
+        if point[y] < threshold:
             break
-        best = int(row[x])
+        best = int(point[x])
     return best
 
 

@@ -1,8 +1,9 @@
 """Run analyses: what every finished run records under ``metrics["analysis"]``.
 
 A run analysis is a function of one ``AnalysisInput`` that returns a dict of JSON-able results,
-registered with ``@run_analysis("name")`` in any module of ``evalsuite.analysis`` (modules are
-discovered, so a new analysis is one new file). ``summary`` runs them all on the first
+registered with ``@run_analysis("name")`` in any module of ``evalsuite.analysis`` (``RUN_ANALYSES``,
+the suite's one ``Registry``, imports every module there on first use, so a new analysis is one new
+file). ``summary`` runs them all on the first
 ``ANALYSIS_EXAMPLES`` test examples and merges their dicts. They share one pass over the graded
 positions (``AnalysisInput.chunks``: logits, attention views and answer positions per chunk of
 examples, computed once). An analysis that needs what a mixer does not expose (its attention
@@ -10,12 +11,12 @@ weights) raises ``NotImplementedError``; the run records why under ``unavailable
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
+
+from evalsuite.registry import Registry
 
 from .attention import Chunk, graded_chunks
 
@@ -29,19 +30,12 @@ def analysis_examples(seq_len: int, n_layers: int, max_examples: int = ANALYSIS_
     256 of them would not fit in memory), and at least one."""
     per_example = 4 * seq_len * seq_len * max(n_layers, 1)
     return max(1, min(max_examples, ANALYSIS_BYTES // per_example))
-RUN_ANALYSES: dict[str, Callable[["AnalysisInput"], dict]] = {}
+RUN_ANALYSES = Registry("run analysis", builtin_package="evalsuite.analysis")
 
 
-def run_analysis(name: str):
+def run_analysis(name: str) -> Callable[[Callable[["AnalysisInput"], dict]], Callable]:
     """Register ``fn(AnalysisInput) -> dict`` as a run analysis."""
-
-    def add(fn):
-        if name in RUN_ANALYSES and RUN_ANALYSES[name] is not fn:
-            raise ValueError(f"run analysis {name!r} is already registered to {RUN_ANALYSES[name]!r}")
-        RUN_ANALYSES[name] = fn
-        return fn
-
-    return add
+    return RUN_ANALYSES.register(name)
 
 
 @dataclass
@@ -67,24 +61,16 @@ class AnalysisInput:
         return torch.cat([self.model(self.inputs[lo:lo + 32]).argmax(-1) for lo in range(0, len(self.inputs), 32)])
 
 
-def _discover() -> None:
-    from evalsuite import analysis
-
-    for module in pkgutil.iter_modules(analysis.__path__):
-        importlib.import_module(f"evalsuite.analysis.{module.name}")
-
-
 @torch.no_grad()
 def summary(model, inputs: torch.Tensor, targets: torch.Tensor, max_examples: int = ANALYSIS_EXAMPLES,
             answers: torch.Tensor | None = None) -> dict:
     """Every registered run analysis on the first ``max_examples`` examples, merged."""
-    _discover()
     model.eval()
     max_examples = analysis_examples(inputs.shape[1], len(getattr(model, "blocks", ())), max_examples)
     inp = AnalysisInput(model, inputs[:max_examples], targets[:max_examples],
                         None if answers is None else answers[:max_examples])
     out: dict = {"examples": int(inp.inputs.shape[0])}
-    for name, fn in RUN_ANALYSES.items():
+    for name, fn in RUN_ANALYSES.items():  # the first use imports every analysis module
         try:
             out.update(fn(inp))
         except NotImplementedError as exc:  # e.g. a mixer that exposes no attention weights

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .capacity import Memory, _check, _retrieval, _row
+from .probe_common import build, check, retrieval, row
 
 
 class TrainedProbe(nn.Module):
@@ -28,7 +28,7 @@ class TrainedProbe(nn.Module):
         self.query_proj = self.key_proj if tie_query else nn.Linear(d_key, d_key, bias=False)
         self.beta = nn.Linear(d_key, 1) if memory == "delta" else None
         self.log_scale = nn.Parameter(torch.tensor(math.log(d_key ** 0.5))) if memory == "softmax" else None
-        self.mem = Memory(memory, d_key, feature_map, feature_map_options)
+        self.mem = build(memory, d_key, feature_map, feature_map_options)
 
     def forward(self, key_ids, values, query_ids):
         e_k, e_q = self.embed(key_ids), self.embed(query_ids)
@@ -65,7 +65,7 @@ def tied_probe(memory: str, d_key: int, pairs, *, feature_map=None, feature_map_
                device: str = "cpu", echo=None) -> pd.DataFrame:
     """The earlier probe: random unit values, MSE, the query through the key projection; trained
     per S until it retrieves >= ``target`` or ``steps`` run out."""
-    pairs = _check(memory, d_key, pairs)
+    pairs = check(memory, d_key, pairs)
     d_value = d_value or d_key
     dev = torch.device(device)
     rows = []
@@ -92,8 +92,8 @@ def tied_probe(memory: str, d_key: int, pairs, *, feature_map=None, feature_map_
                 if acc >= target:
                     break
         acc, loss_value = best[0], -best[1]
-        rows.append(_row(memory, feature_map, feature_map_options, d_key, S, acc, loss_value, True, setting,
-                         probe.mem.state_floats(S, d_key, d_value), variant="tied", seed=seed, steps=step, max_steps=steps,
+        rows.append(row(memory, feature_map, feature_map_options, d_key, S, acc, loss_value, True, setting,
+                        probe.mem.state_floats(S, d_value), variant="tied", seed=seed, steps=step, max_steps=steps,
                          lr=lr, batch_size=batch_size, seconds=time.perf_counter() - start))
         if echo:
             echo(f"  {rows[-1]['memory']:>20}  S={S:>4}  accuracy {acc:.3f}  loss {loss_value:.4f}  "
@@ -106,4 +106,4 @@ def _evaluate_probe(probe, batch):
     key_ids, values, query_ids, answer = batch
     read = probe(key_ids, values, query_ids)
     # nearest among the values written in this sequence (in setting 2 an overwritten value is a wrong answer)
-    return _retrieval(read, answer, values)
+    return retrieval(read, answer, values)

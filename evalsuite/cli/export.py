@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import click
 
-from evalsuite.cli import common, main
+from evalsuite.cli import common
+from evalsuite.cli.app import main
 
 FORMATS = ["csv", "parquet", "jsonl"]
 

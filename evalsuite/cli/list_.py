@@ -5,7 +5,7 @@ import re
 
 import click
 
-from evalsuite.cli import main
+from evalsuite.cli.app import main
 
 
 LISTABLE = ("tasks", "models", "feature-maps", "presets")

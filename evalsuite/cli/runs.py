@@ -6,7 +6,8 @@ import sys
 
 import click
 
-from evalsuite.cli import common, main
+from evalsuite.cli import common
+from evalsuite.cli.app import main
 
 COLUMNS = ["run_id", "status", "task", "model", "seed", "lr", "epochs", "accuracy", "floor", "steps"]
 STATUSES = ["done", "failed", "diverged", "interrupted", "running", "stale"]

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import click
 
-from evalsuite.cli import common, main
+from evalsuite.cli import common
+from evalsuite.cli.app import main
 
 
 @main.command()

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from evalsuite.cli import common, main
+from evalsuite.cli import common
+from evalsuite.cli.app import main
 
 COMPACT_ABOVE = 200  # runs: a sweep's end-of-run report is compact beyond this (a full one draws a curve per run)
 

@@ -4,7 +4,7 @@ an impossibility shown (``stays_below``), and a control that learned only at 4x 
 from __future__ import annotations
 
 from .cells import Cell
-from evalsuite.protocol.settled import MIN_SEEDS
+from evalsuite.protocol import MIN_SEEDS
 
 
 def rerun_on_every_seed(cell: Cell) -> bool:

@@ -1,6 +1,7 @@
 """Report sections: one class per section, each with its template partial.
 
-A section is a subclass of ``Section`` in any module of this package (modules are discovered):
+A section is a subclass of ``Section`` registered with ``@section`` in any module of this package
+(``SECTIONS``, the suite's one ``Registry``, imports every module here on first use):
 ``build(data, fmt)`` returns what its partial ``templates/sections/<id>.html.j2`` shows, or
 nothing to leave the section out. ``order`` places it. So a new section is two files: its module
 and its partial (``state_rank.py`` is the worked example). ``data`` is the ``ReportData`` every
@@ -10,9 +11,7 @@ verdicts.
 """
 from __future__ import annotations
 
-import importlib
 import math
-import pkgutil
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -20,6 +19,7 @@ import pandas as pd
 
 from evalsuite.labels import model_label
 from evalsuite.records import RunRecord, Verdict
+from evalsuite.registry import Registry
 
 MAX_MODEL_PANELS = 6  # attention maps and Gram matrices: one per model label, at most this many
 
@@ -103,20 +103,17 @@ class Section:
         return f"sections/{self.id}.html.j2"
 
 
+SECTIONS = Registry("report section", builtin_package=__name__)
+
+
+def section(cls: type[Section]) -> type[Section]:
+    """Register a ``Section`` subclass under its ``id`` (a class decorator)."""
+    return SECTIONS.register(cls.id, obj=cls)
+
+
 def sections() -> list[Section]:
-    """One instance of every section class in this package, in order."""
-    from evalsuite.reports import sections as package
-
-    for module in pkgutil.iter_modules(package.__path__):
-        importlib.import_module(f"{package.__name__}.{module.name}")
-    return sorted((cls() for cls in _subclasses(Section)), key=lambda s: (s.order, s.id))
-
-
-def _subclasses(cls) -> list[type]:
-    out = []
-    for sub in cls.__subclasses__():
-        out += ([sub] if "id" in vars(sub) else []) + _subclasses(sub)
-    return out
+    """One instance of every registered section, in order."""
+    return sorted((cls() for _, cls in SECTIONS.items()), key=lambda s: (s.order, s.id))
 
 
 def _distinguish(df: pd.DataFrame, keys) -> pd.DataFrame:

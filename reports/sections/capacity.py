@@ -5,9 +5,10 @@ import pandas as pd
 
 from evalsuite.reports import plots
 
-from . import ReportData, Section, _distinguish
+from . import ReportData, Section, section, _distinguish
 
 
+@section
 class Capacity(Section):
     id, title, order = "capacity", "Capacity", 30
 

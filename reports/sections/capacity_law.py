@@ -11,11 +11,12 @@ from evalsuite.analysis.capacity import probe_capacities
 from evalsuite.protocol import setting_key
 from evalsuite.reports import plots
 
-from . import ReportData, Section, mark_budgets, numbered
+from . import ReportData, Section, section, mark_budgets, numbered
 
 MIN_POINTS = 3  # a curve needs this many D values to be drawn
 
 
+@section
 class CapacityLaw(Section):
     id, title, order = "capacity-law", "Capacity law", 4
     leads = True

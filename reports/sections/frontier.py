@@ -19,7 +19,7 @@ from evalsuite.protocol import BUDGET_FACTOR, setting_key
 from evalsuite.records import TARGET_ACCURACY
 from evalsuite.reports import plots
 
-from . import ReportData, Section, mark_budgets, numbered
+from . import ReportData, Section, section, mark_budgets, numbered
 
 MIN_MODELS, MIN_POINTS = 2, 4  # below this there is no picture to draw
 LEVELS = (0.9, TARGET_ACCURACY)  # the accuracies whose least state the table shows
@@ -66,6 +66,7 @@ def line_names(rows: pd.DataFrame) -> dict[str, str]:
     return numbered(names)
 
 
+@section
 class Frontier(Section):
     id, title, order = "frontier", "Frontier", 5
     leads = True  # the recall-memory picture heads a reproduction report

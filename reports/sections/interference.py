@@ -7,12 +7,13 @@ from evalsuite.labels import model_label
 from evalsuite.records import RunRecord
 from evalsuite.reports import plots
 
-from . import ReportData, Section, _best_per_model, per_head, setting_label
+from . import ReportData, Section, section, _best_per_model, per_head, setting_label
 
 
 CROSSTALK_CAP = 1e3  # cross-talk above this is a near-zero signal, not interference
 
 
+@section
 class Interference(Section):
     id, title, order = "interference", "Interference", 40
 

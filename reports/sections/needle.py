@@ -5,9 +5,10 @@ import pandas as pd
 
 from evalsuite.reports import plots
 
-from . import ReportData, Section
+from . import ReportData, Section, section
 
 
+@section
 class Needle(Section):
     id, title, order = "needle", "Needle", 20
 

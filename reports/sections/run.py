@@ -7,9 +7,10 @@ from evalsuite.labels import model_label
 from evalsuite.records import TARGET_ACCURACY, convergence_note, floor_of
 from evalsuite.reports import plots
 
-from . import ReportData, Section
+from . import ReportData, Section, section
 
 
+@section
 class Run(Section):
     id, title, order = "run", "The run", 1
     leads = True

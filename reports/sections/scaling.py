@@ -5,9 +5,10 @@ import pandas as pd
 
 from evalsuite.reports import plots
 
-from . import ReportData, Section, _distinguish
+from . import ReportData, Section, section, _distinguish
 
 
+@section
 class Scaling(Section):
     id, title, order = "scaling", "Scaling", 10
 

@@ -7,9 +7,10 @@ from evalsuite.labels import model_label
 from evalsuite.records import RunRecord
 from evalsuite.reports import plots
 
-from . import ReportData, Section, _best_per_model, per_head, setting_label
+from . import ReportData, Section, section, _best_per_model, per_head, setting_label
 
 
+@section
 class Sharpness(Section):
     id, title, order = "sharpness", "Sharpness", 50
 

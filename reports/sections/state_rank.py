@@ -9,9 +9,10 @@ import pandas as pd
 from evalsuite.labels import model_label
 from evalsuite.reports import plots
 
-from . import ReportData, Section
+from . import ReportData, Section, section
 
 
+@section
 class StateRank(Section):
     id, title, order = "state_rank", "State rank", 60
 

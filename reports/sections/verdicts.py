@@ -6,9 +6,10 @@ from __future__ import annotations
 from evalsuite.records import Outcome
 
 from .. import plots
-from . import ReportData, Section
+from . import ReportData, Section, section
 
 
+@section
 class Verdicts(Section):
     id, title, order = "verdicts", "Verdicts", 1
     leads = True

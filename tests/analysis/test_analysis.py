@@ -257,7 +257,7 @@ def test_a_registered_analysis_joins_every_summary():
         assert out["graded_count"] == int(batch.score_mask.sum())
         assert {"errors", "sharpness", "interference", "state_rank"} <= set(out)
     finally:
-        RUN_ANALYSES.pop("graded_count")
+        RUN_ANALYSES.unregister("graded_count")
 
 
 def test_long_sequences_are_analysed_on_fewer_examples(monkeypatch):

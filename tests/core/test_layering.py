@@ -133,3 +133,39 @@ def test_every_module_is_under_its_size_limit():
     too_long = [f"{name}: {n} lines" for name, path in MODULES.items()
                 if (n := len(path.read_text().splitlines())) > (300 if under(name, "evalsuite.reproduce") else 400)]
     assert too_long == []
+
+
+def circles() -> list[list[str]]:
+    """Groups of modules that import each other, directly or through others (lazy imports included):
+    the strongly connected components of the import graph with more than one module."""
+    graph = {name: {t for _, t in imports(name, path) if t in MODULES and t != name} for name, path in MODULES.items()}
+    index, low, stack, on, found = {}, {}, [], set(), []
+
+    def visit(v):  # Tarjan's algorithm
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while not group or group[-1] != v:
+                group.append(stack.pop())
+                on.discard(group[-1])
+            if len(group) > 1:
+                found.append(sorted(group))
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_modules_import_each_other():
+    """No import circle: a package's ``__init__`` that imports its modules never has them import it
+    back (the CLI's group lives in ``cli/app.py``, the version in ``version.py``), and two modules
+    never lean on each other (the capacity probes share ``analysis/probe_common.py``)."""
+    assert circles() == []
