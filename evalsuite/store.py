@@ -74,11 +74,12 @@ class Store:
         histories: what a segment's deadline estimates run times from (``sweep.expected_seconds``)."""
         with self.connect(create=False) as conn:
             rows = conn.execute("SELECT config, json_extract(metrics, '$.wall_time_s'), json_extract(metrics, '$.steps'), "
-                                "json_extract(metrics, '$.budget_steps') FROM runs WHERE status = 'done' "
-                                "AND json_valid(metrics)").fetchall()
+                                "json_extract(metrics, '$.budget_steps') FROM runs WHERE status = ? "
+                                "AND json_valid(metrics)", (Status.DONE.value,)).fetchall()
             # a row written before metrics were stored as strict JSON may hold NaN, which SQLite's JSON
             # functions refuse: such rows are read in Python
-            for c, m in conn.execute("SELECT config, metrics FROM runs WHERE status = 'done' AND NOT json_valid(metrics)"):
+            for c, m in conn.execute("SELECT config, metrics FROM runs WHERE status = ? AND NOT json_valid(metrics)",
+                                     (Status.DONE.value,)):
                 m = json.loads(m)
                 rows.append((c, m.get("wall_time_s"), m.get("steps"), m.get("budget_steps")))
         return [(json.loads(c), float(w), int(n), None if b is None else int(b)) for c, w, n, b in rows
@@ -215,9 +216,9 @@ class Store:
                           f"({','.join('?' * len(chunk))})", chunk)})
             for run_id in ids:
                 row = rows.get(run_id)
-                if row is not None and row["status"] == "done" and not redo_done:
+                if row is not None and row["status"] == Status.DONE and not redo_done:
                     out["done"].append(run_id)
-                elif row is not None and row["status"] == "running" and _held_elsewhere(row):
+                elif row is not None and row["status"] == Status.RUNNING and _held_elsewhere(row):
                     out["held"].append(run_id)
                 else:
                     _start(conn, run_id, configs[run_id], env or {})
@@ -231,13 +232,13 @@ class Store:
         with self.connect(create=False) as conn:
             rows = _rows(conn, f"SELECT {_claim_columns(conn)} FROM runs WHERE run_id = ?", (run_id,))
         row = dict(rows[0]) if rows else None
-        return {"pid": row["pid"], "host": row["host"]} if row and row["status"] == "running" and _held_elsewhere(row) else None
+        return {"pid": row["pid"], "host": row["host"]} if row and row["status"] == Status.RUNNING and _held_elsewhere(row) else None
 
     def beat(self, run_ids: list[str]) -> None:
         """Refresh this process's claims among ``run_ids`` (they are still being run)."""
         with self.connect() as conn:
-            conn.executemany("UPDATE runs SET heartbeat = ? WHERE run_id = ? AND status = 'running' AND pid = ? "
-                             "AND host = ?", [(time.time(), r, os.getpid(), HOST) for r in run_ids])
+            conn.executemany("UPDATE runs SET heartbeat = ? WHERE run_id = ? AND status = ? AND pid = ? AND host = ?",
+                             [(time.time(), r, Status.RUNNING.value, os.getpid(), HOST) for r in run_ids])
 
     def finish(self, record: RunRecord) -> None:
         """Record how a run ended (a row is started first when there is none); its ``env`` (what
@@ -260,9 +261,10 @@ class Store:
         """Mark those of ``run_ids`` still running under this process as interrupted (Ctrl-C,
         SIGTERM, a segment's end); another process's claims are never touched."""
         with self.connect() as conn:
-            conn.executemany("UPDATE runs SET status = 'interrupted', error = ?, finished_at = ? "
-                             "WHERE run_id = ? AND status = 'running' AND pid = ? AND host = ?",
-                             [(why, time.time(), r, os.getpid(), HOST) for r in run_ids])
+            conn.executemany("UPDATE runs SET status = ?, error = ?, finished_at = ? "
+                             "WHERE run_id = ? AND status = ? AND pid = ? AND host = ?",
+                             [(Status.INTERRUPTED.value, why, time.time(), r, Status.RUNNING.value, os.getpid(), HOST)
+                              for r in run_ids])
 
     def warn(self, run_id: str, message: str) -> None:
         """Add a warning to a finished run (its weights could not be saved, ...); the run stands."""
@@ -320,9 +322,9 @@ def _start(conn: sqlite3.Connection, run_id: str, config: dict, env: dict) -> No
     now = time.time()
     conn.execute(
         "INSERT OR REPLACE INTO runs (run_id, task, model, feature_map, seed, status, config, env, started_at, "
-        "pid, host, heartbeat) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+        "pid, host, heartbeat) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (run_id, config["task"]["name"], config["model"]["name"], config["model"].get("feature_map"),
-         config["seed"], dumps(config, sort_keys=True), dumps(env), now, os.getpid(), HOST, now))
+         config["seed"], Status.RUNNING.value, dumps(config, sort_keys=True), dumps(env), now, os.getpid(), HOST, now))
     conn.execute("DELETE FROM steps WHERE run_id = ?", (run_id,))
 
 
@@ -351,7 +353,7 @@ def _decode(row: dict, history: list[dict] | None = None) -> RunRecord:
 
 
 def _status(row: dict) -> Status:
-    if row.get("status") == "running" and not process_alive(row.get("pid"), row.get("host"), row.get("heartbeat")):
+    if row.get("status") == Status.RUNNING and not process_alive(row.get("pid"), row.get("host"), row.get("heartbeat")):
         return Status.STALE
     return Status(row["status"])
 

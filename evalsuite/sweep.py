@@ -29,7 +29,7 @@ import math
 import os
 import time
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -195,19 +195,35 @@ def sweep_id(points: list[Point]) -> str:
     return hashlib.sha256(",".join(sorted(p.run_id for p in points)).encode()).hexdigest()[:12]
 
 
-def status(points: list[Point], store: Store) -> dict[str, list[Point]]:
-    """Points by state: done; running (by a live process, another sweep or run); interrupted
-    (interrupted, or stale: started by a process that is gone); failed (failed or diverged); left
-    (never started). A sweep reruns interrupted and left points (failed ones on request)."""
+@dataclass
+class PointStates:
+    """A sweep's points by how their runs stand: done; running (by a live process, another sweep or
+    run); interrupted (interrupted, or stale: started by a process that is gone); failed (failed or
+    diverged); left (never started)."""
+
+    done: list[Point] = field(default_factory=list)
+    running: list[Point] = field(default_factory=list)
+    interrupted: list[Point] = field(default_factory=list)
+    failed: list[Point] = field(default_factory=list)
+    left: list[Point] = field(default_factory=list)
+
+    def counts(self) -> str:
+        return ", ".join(f"{len(getattr(self, k))} {k}" for k in ("done", "running", "interrupted", "failed", "left"))
+
+
+def status(points: list[Point], store: Store) -> PointStates:
+    """Points by state (``PointStates``). A sweep reruns interrupted and left points (failed ones on
+    request)."""
     rows = {r["run_id"]: r for r in store.statuses([p.run_id for p in points])} if store.path.exists() else {}
-    out: dict[str, list[Point]] = {"done": [], "running": [], "interrupted": [], "failed": [], "left": []}
+    out = PointStates()
     for p in points:
         row = rows.get(p.run_id) or {}
         s = row.get("status")
         if s is Status.RUNNING and row.get("pid") == os.getpid():
             s = Status.STALE  # started by this very process, which is not running it now
-        out["left" if s is None else "done" if s is Status.DONE else "running" if s is Status.RUNNING
-            else "interrupted" if s.unfinished else "failed"].append(p)
+        group = (out.left if s is None else out.done if s is Status.DONE else out.running if s is Status.RUNNING
+                 else out.interrupted if s.unfinished else out.failed)
+        group.append(p)
     return out
 
 
@@ -241,13 +257,13 @@ def run_points(points: list[Point], *, name: str, spec: dict, store: Store, exec
     store.add_sweep(sid, name, spec, [p.run_id for p in points])
     recovered = ingest_incoming(store)
     state = status(points, store)
-    todo = state["left"] + state["interrupted"] + (state["failed"] if retry_failed else [])
-    echo(f"sweep {name} ({sid}): {len(points)} runs; {len(state['done'])} done"
+    todo = state.left + state.interrupted + (state.failed if retry_failed else [])
+    echo(f"sweep {name} ({sid}): {len(points)} runs; {len(state.done)} done"
          + (f" ({recovered} recovered from incoming/)" if recovered else "")
-         + (f", {len(state['running'])} running in another live process (skipped; rerun the sweep after it ends)"
-            if state["running"] else "")
-         + (f", {len(state['interrupted'])} interrupted or stale (run again)" if state["interrupted"] else "")
-         + (f", {len(state['failed'])} failed (--retry-failed reruns them)" if state["failed"] and not retry_failed else "")
+         + (f", {len(state.running)} running in another live process (skipped; rerun the sweep after it ends)"
+            if state.running else "")
+         + (f", {len(state.interrupted)} interrupted or stale (run again)" if state.interrupted else "")
+         + (f", {len(state.failed)} failed (--retry-failed reruns them)" if state.failed and not retry_failed else "")
          + f", {len(todo)} to run")
     if not todo:
         return {"sweep_id": sid, "points": len(points), "ran": 0, "failed": 0}

@@ -23,7 +23,7 @@ from evalsuite import files, selection
 from evalsuite.labels import model_label
 from evalsuite.models import key_features
 from evalsuite.models.state import zoology_units
-from evalsuite.records import METRICS, TARGET_ACCURACY, RunRecord, Verdict, convergence_note, floor_of
+from evalsuite.records import METRICS, TARGET_ACCURACY, RunRecord, Status, Verdict, convergence_note, floor_of
 
 from . import plots
 from .index import shown_verdicts
@@ -104,7 +104,7 @@ def summarize(runs: list[RunRecord]) -> list[dict]:
             "floor_reader": _aggregate(best, "floor_reader"), "epochs": cfg["train"].get("epochs"),
             "undertrained": _aggregate(best, "undertrained") or 0,
             "runs": len(members), "status": ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())),
-            "failed": sum(n for s, n in statuses.items() if s != "done"),
+            "failed": sum(n for s, n in statuses.items() if s != Status.DONE.value),
             "error": next((r.first_error_line() for r in members if r.error), None),
         })
     return sorted(rows, key=lambda r: (r["task"], r["model"], r["d_model"], r["seq_len"] or 0, r["pairs"] or 0))
@@ -248,7 +248,7 @@ def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes
     context = dict(
         title=title, runs=views, summary=summary, target=TARGET_ACCURACY,
         curves_json=_json_for_script(curves) if curves else None,
-        failed=[v for v in views if v["status"] != "done"],
+        failed=[v for v in views if v["status"] != Status.DONE.value],
         sections=[{"id": s.id, "title": s.title, "template": s.template, "data": d, "leads": s.leads} for s, d in built if d],
         raw_json=_embed({"runs": raw, "members": members or {},
                          "probes": None if probes is None else _clean(probes.to_dict("records")),

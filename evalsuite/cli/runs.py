@@ -8,9 +8,10 @@ import click
 
 from evalsuite.cli import common
 from evalsuite.cli.app import main
+from evalsuite.records import Status
 
 COLUMNS = ["run_id", "status", "task", "model", "seed", "lr", "epochs", "accuracy", "floor", "steps"]
-STATUSES = ["done", "failed", "diverged", "interrupted", "running", "stale"]
+STATUSES = [s.value for s in Status]
 
 
 def listing(store, task=None, model=None, status=None, sweep_id=None) -> list[dict]:

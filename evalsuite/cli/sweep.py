@@ -36,13 +36,13 @@ def sweep(spec, executor, workers, address, device, store_path, threads, group, 
         if store.path.exists():
             sweeps.ingest_incoming(store)
         state = sweeps.status(points, store)
-        click.echo(f"{len(points)} runs: " + ", ".join(f"{len(v)} {k}" for k, v in state.items()))
-        for p in state["failed"]:
+        click.echo(f"{len(points)} runs: {state.counts()}")
+        for p in state.failed:
             row = store.get(p.run_id)
             click.echo(f"  failed  {p.run_id}  {sweeps.describe(p.axes)}: {row.first_error_line(100)}")
-        for p in state["running"]:
+        for p in state.running:
             click.echo(f"  running {p.run_id}  {sweeps.describe(p.axes)} (by a live process)")
-        for p in state["interrupted"]:
+        for p in state.interrupted:
             click.echo(f"  interrupted {p.run_id}  {sweeps.describe(p.axes)} (interrupted, or its process is gone: "
                        f"rerun the sweep to run it again)")
         return
