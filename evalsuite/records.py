@@ -183,6 +183,34 @@ class RunRecord(BaseModel):
         return lines[0][:width] if lines else ""
 
 
+CURVE_POINTS = 64  # a learning curve as a report embeds it: at most this many points per run
+
+
+def thin_history(history: list[dict[str, Any]], points: int = CURVE_POINTS) -> list[dict[str, Any]]:
+    """A run's learning curve as reports embed it: its validation passes (step, validation accuracy,
+    training loss), at most ``points`` of them, evenly spaced by index with the first, the last and
+    the best-validating one kept (where it plateaued, when it escaped, whether it still rose),
+    figures rounded to 4 digits."""
+    evals = [h for h in history if h.get("val_accuracy") is not None]
+    if not evals:
+        return []
+    n = len(evals)
+    best = max(range(n), key=lambda i: evals[i]["val_accuracy"])
+    if n <= points:
+        keep = list(range(n))
+    else:
+        keep = sorted({round(i * (n - 1) / (points - 2)) for i in range(points - 1)} | {best})
+    out = []
+    for i in keep:
+        h = evals[i]
+        row = {"step": int(h["step"]), "val_accuracy": round(float(h["val_accuracy"]), 4)}
+        loss = h.get("train_loss")
+        if isinstance(loss, (int, float)) and math.isfinite(loss):
+            row["train_loss"] = round(float(loss), 4)
+        out.append(row)
+    return out
+
+
 def flat_row(record: RunRecord) -> dict[str, Any]:
     """A run as one flat row (``evalsuite runs`` and ``export``): id, status, seed, every config
     field as ``task.x`` / ``model.x`` / ``train.x`` (dicts as JSON), and every scalar metric; nested
@@ -246,7 +274,9 @@ class Outcome(str, Enum):
 
 class VerdictCell(BaseModel):
     """A cell a verdict read, as its small figure draws it: the test accuracy per seed at the
-    chosen rate and base budget, per seed at 4x the budget (where run), and the task's floor."""
+    chosen rate and base budget, per seed at 4x the budget (where run), and the task's floor; and
+    the ids of those runs (``run_ids``, ``long_run_ids``: seed -> run id), whose learning curves a
+    report draws beside the verdict."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -254,6 +284,8 @@ class VerdictCell(BaseModel):
     floor: float | None = None
     seeds: dict[int, float] = Field(default_factory=dict)
     long: dict[int, float] = Field(default_factory=dict)
+    run_ids: dict[int, str] = Field(default_factory=dict)
+    long_run_ids: dict[int, str] = Field(default_factory=dict)
 
 
 class Verdict(BaseModel):

@@ -23,7 +23,8 @@ from evalsuite import files, selection
 from evalsuite.labels import model_label
 from evalsuite.models import key_features
 from evalsuite.models.state import zoology_units
-from evalsuite.records import METRICS, TARGET_ACCURACY, RunRecord, Status, Verdict, convergence_note, floor_of
+from evalsuite.records import (METRICS, TARGET_ACCURACY, RunRecord, Status, Verdict, convergence_note, floor_of,
+                               thin_history)
 
 from . import plots
 from .index import shown_verdicts
@@ -202,9 +203,10 @@ def read_embedded(path: str | Path) -> dict:
 
 def embedded_runs(runs: list[RunRecord], compact: bool = False,
                   analyses: dict[str, Iterable[str]] | None = None) -> list[dict]:
-    """The run records a report embeds (``#evalsuite-data``'s ``runs``), without their histories; a
-    compact report's keep what ``render`` says of ``compact`` and ``analyses``."""
-    raw = _clean([r.model_dump(mode="json", exclude={"history"}) for r in runs])
+    """The run records a report embeds (``#evalsuite-data``'s ``runs``), each with its learning
+    curve (``records.thin_history``: at most 64 validation passes); a compact report's keep what
+    ``render`` says of ``compact`` and ``analyses``."""
+    raw = _clean([{**r.model_dump(mode="json", exclude={"history"}), "history": thin_history(r.history)} for r in runs])
     if compact:
         raw = [{**r, "metrics": _verdict_metrics(r["metrics"], VERDICT_ANALYSES if analyses is None
                                                  else sorted(analyses.get(r["run_id"], ())))} for r in raw]
@@ -218,7 +220,7 @@ def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes
     output, several memories). ``verdicts``: a reproduction's verdicts (their section leads the
     report). ``compact``: for a report that is committed or mailed; each run keeps its row (status,
     accuracy, floor, steps) and, when opened, its scalars, flags and configuration, built by the page
-    from the embedded data; no training-curve image. The embedded data keeps each run's config and
+    from the embedded data, its learning curve drawn from the embedded history. The embedded data keeps each run's config and
     scalar metrics, the eval-segment accuracies and the analyses a verdict reads
     (``VERDICT_ANALYSES``), not the rest of its analyses and slices (the store holds those), so a
     reproduction's compact report re-derives its verdicts from its own data (``read_embedded``); it
@@ -227,7 +229,10 @@ def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes
     analysis keys its verdicts read (``Experiment.analyses``), all a compact report keeps of its
     analyses (a run it does not name keeps none); None: every run keeps ``VERDICT_ANALYSES``.
     ``members``: experiment name -> the ids of the runs its store judged it from (a reproduction),
-    embedded so that ``--verdicts-from`` judges each experiment from exactly those runs."""
+    embedded so that ``--verdicts-from`` judges each experiment from exactly those runs. Every
+    report, compact or not, embeds each run's learning curve (``records.thin_history``), which the
+    page draws in the run's row and, for a reproduction, beside each verdict (the curves of the
+    seeds of every cell it read)."""
     if plot_format not in PLOT_FORMATS:
         raise ValueError(f"plot_format must be one of {PLOT_FORMATS}, got {plot_format!r}")
     runs = list(runs)
@@ -241,13 +246,12 @@ def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes
     views = [_view(r, compact=compact, image=inline) for r in tqdm(runs, desc="report: runs", unit="run", leave=False,
                                                                      disable=None if len(runs) >= PROGRESS_ABOVE and inline
                                                                      else True)]
-    curves = {} if compact or inline else {r.run_id: c for r in runs if (c := curve_points(r))}
     raw = embedded_runs(runs, compact, analyses)
     data = ReportData(runs, summary, slices, probes, list(verdicts or []), compact=compact)
     built = [(section, section.build(data, plot_format)) for section in sections()]
     context = dict(
         title=title, runs=views, summary=summary, target=TARGET_ACCURACY,
-        curves_json=_json_for_script(curves) if curves else None,
+        drawn_curves=not inline,
         failed=[v for v in views if v["status"] != Status.DONE.value],
         sections=[{"id": s.id, "title": s.title, "template": s.template, "data": d, "leads": s.leads} for s, d in built if d],
         raw_json=_embed({"runs": raw, "members": members or {},
@@ -260,21 +264,9 @@ def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes
 
 PROGRESS_ABOVE = 100  # runs in a full report before its rendering shows progress
 # A full report draws each run's curve as an image (about 0.3 s a run) up to this many runs; above
-# it, each run's validation curve travels as numbers (at most CURVE_POINTS) and the page draws it
-# when the reader opens that run's row: a 2,000-run report is not 2,000 images nobody opens.
+# it, and in a compact report, the page draws a run's learning curve from its embedded history when
+# the reader opens that run's row: a 2,000-run report is not 2,000 images nobody opens.
 INLINE_CURVES_MAX = 100
-CURVE_POINTS = 120
-
-
-def curve_points(r: RunRecord) -> dict | None:
-    """A run's validation-accuracy curve, thinned to at most CURVE_POINTS (the last point kept), and
-    its floor: what the page draws when its row is opened."""
-    pts = [(h["step"], h["val_accuracy"]) for h in r.history or [] if h.get("val_accuracy") is not None]
-    if not pts:
-        return None
-    every = max(1, math.ceil(len(pts) / CURVE_POINTS))
-    kept = pts[::every] + ([pts[-1]] if (len(pts) - 1) % every else [])
-    return {"step": [p[0] for p in kept], "val": [round(p[1], 4) for p in kept], "floor": floor_of(r.metrics)}
 
 
 def _view(r: RunRecord, compact: bool = False, image: bool = True) -> dict:

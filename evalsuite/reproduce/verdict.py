@@ -75,7 +75,9 @@ def summary(cell: Cell) -> VerdictCell:
     floor = cell.floor
     return VerdictCell(label=cell.label, floor=None if math.isnan(floor) else float(floor),
                        seeds={r.seed: float(r.metrics[m]) for r in cell.best_runs if m in r.metrics},
-                       long={r.seed: float(r.metrics[m]) for r in cell.long_runs if m in r.metrics})
+                       long={r.seed: float(r.metrics[m]) for r in cell.long_runs if m in r.metrics},
+                       run_ids={r.seed: r.run_id for r in cell.best_runs},
+                       long_run_ids={r.seed: r.run_id for r in cell.long_runs})
 
 
 def unsettled(cells: list[Cell]) -> str:

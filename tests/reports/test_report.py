@@ -234,8 +234,39 @@ def test_compact_report_builds_a_runs_details_in_headless_chromium(rendered, tmp
         steps = page.evaluate(f"""Array.from(document.querySelectorAll('#run-{first} div.run-detail tr'))
             .filter(r => r.cells[0].textContent === 'steps').map(r => r.cells[1].textContent)""")
         assert steps == [str(runs[0].metrics["steps"])]
+        # its learning curve, drawn from the embedded history: validation accuracy and training loss
+        lines = page.evaluate(f"document.querySelectorAll('#run-{first} div.run-detail svg polyline').length")
+        assert lines == 2, lines
         browser.close()
     assert console == [] and dialogs == []
+
+
+def test_a_verdict_draws_the_learning_curves_of_its_cells_in_headless_chromium(tmp_path):
+    """Beside each verdict, its cells' seeds as learning curves (4x reruns dashed), drawn from the
+    runs' embedded histories when opened: did each plateau, when did it escape."""
+    playwright = pytest.importorskip("playwright.sync_api", reason="install the dev extra (make test does)")
+    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: `make test` installs it (apt-get install chromium)"
+    from evalsuite import reproduce as rep
+    from tests.reproduce.synthetic import CASES, NO_PROBES
+
+    runs = [r.model_copy(update={"history": [{"step": 50 * k, "val_accuracy": min(1.0, 0.1 + 0.1 * k), "train_loss": 1.0}
+                                             for k in range(12)]}) for r in CASES["delta-vs-linear"][0]]
+    verdict = rep.get("delta-vs-linear").judge(runs, NO_PROBES, "cpu")
+    path = tmp_path / "v.html"
+    path.write_text(builder.render(runs, verdicts=[verdict], compact=True))
+    console = []
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.on("pageerror", lambda e: console.append(str(e)))
+        page.goto(path.as_uri())
+        page.click("details.verdict-curves summary")
+        page.wait_for_selector("div.cell-curves svg", timeout=10_000)
+        panels = page.evaluate("document.querySelectorAll('div.cell-curves svg').length")
+        dashed = page.evaluate("document.querySelectorAll('div.cell-curves polyline[stroke-dasharray=\"4 2\"]').length")
+        browser.close()
+    assert console == []
+    assert panels == len(verdict.cells) and dashed == sum(len(c.long) for c in verdict.cells) > 0
 
 
 def test_render_refuses_unknown_plot_format():
@@ -377,26 +408,48 @@ def test_a_compact_report_stays_small_per_run():
     assert per_run < 700, per_run
 
 
-def test_a_large_full_report_draws_each_runs_curve_when_its_row_is_opened():
-    """Above INLINE_CURVES_MAX runs a full report embeds no curve images: each run's validation
-    curve travels as numbers (thinned to CURVE_POINTS, the last kept, with its floor) and the page
-    draws it when the row is opened; at or below it, the images stay."""
+def _curve_run(i, points=300, val=None):
     from evalsuite.records import RunRecord
+
+    history = [{"step": 10 * (k + 1), "val_accuracy": (val or (lambda k: k / (points - 1)))(k), "train_loss": 2.0 - k / points,
+                "val_loss": 1.0} for k in range(points)]
+    return RunRecord(run_id=f"r{i:04d}", config={"task": {"name": "recall", "num_kv_pairs": 8},
+                                                "model": {"name": "linear", "d_model": 64, "n_layers": 2, "i": i},
+                                                "train": {"lr": 1e-3, "epochs": 1.0}, "seed": 0},
+                     status="done", metrics={"accuracy": 0.5, "floor": 0.125}, history=history)
+
+
+def test_every_report_embeds_each_runs_learning_curve_and_a_large_one_draws_it_when_its_row_is_opened():
+    """Every report, compact or full, embeds each run's learning curve with the run (validation
+    accuracy and training loss against step, at most 64 points, the first, last and best kept);
+    above INLINE_CURVES_MAX runs a full report embeds no curve images and the page draws each run's
+    curve from that when its row is opened; at or below it, the images stay."""
+    from evalsuite.records import CURVE_POINTS
     from evalsuite.reports import builder
 
-    def run(i, points=300):
-        history = [{"step": 10 * (k + 1), "val_accuracy": k / (points - 1)} for k in range(points)]
-        return RunRecord(run_id=f"r{i:04d}", config={"task": {"name": "recall", "num_kv_pairs": 8},
-                                                    "model": {"name": "linear", "d_model": 64, "n_layers": 2, "i": i}, "train": {"lr": 1e-3, "epochs": 1.0},
-                                                    "seed": 0},
-                         status="done", metrics={"accuracy": 0.5, "floor": 0.125}, history=history)
-
-    many = builder.render([run(i) for i in range(builder.INLINE_CURVES_MAX + 1)], compact=False)
+    many = builder.render([_curve_run(i) for i in range(builder.INLINE_CURVES_MAX + 1)], compact=False)
     assert 'alt="training curves of' not in many and many.count('<div class="curve" data-run=') == builder.INLINE_CURVES_MAX + 1
-    start = many.index('id="evalsuite-curves">') + len('id="evalsuite-curves">')
-    curves = json.loads(many[start:many.index("</script>", start)])
-    c = curves["r0007"]
-    assert len(c["step"]) <= builder.CURVE_POINTS + 1 and c["step"][-1] == 3000 and c["val"][-1] == 1.0
-    assert c["floor"] == 0.125 and c["step"] == sorted(c["step"])
-    few = builder.render([run(i) for i in range(3)], compact=False)
-    assert few.count('alt="training curves of') == 3 and "evalsuite-curves" not in few.split("<script>")[0]
+    for compact in (False, True):
+        html = builder.render([_curve_run(i) for i in range(3)], compact=compact)
+        history = {r["run_id"]: r["history"] for r in builder.embedded_json(html)["runs"]}["r0001"]
+        steps = [h["step"] for h in history]
+        assert len(history) <= CURVE_POINTS and steps == sorted(steps) and steps[0] == 10 and steps[-1] == 3000
+        assert history[-1]["val_accuracy"] == 1.0 and history[0]["train_loss"] == 2.0
+        assert "drawCurves" in html
+    few = builder.render([_curve_run(i) for i in range(3)], compact=False)
+    assert few.count('alt="training curves of') == 3
+
+
+def test_a_thinned_curve_keeps_the_jump_it_is_read_for():
+    """A plateau, then a jump at a seed-dependent step: the thinned curve keeps its first and last
+    points and the best one, and shows where it left the plateau to within its spacing."""
+    from evalsuite.records import thin_history
+
+    jump = 1234  # of 3,000 validation passes
+    history = [{"step": k, "val_accuracy": 0.1 if k < jump else 0.99, "train_loss": 1.0} for k in range(3000)]
+    thin = thin_history(history, points=64)
+    assert len(thin) <= 64 and thin[0]["step"] == 0 and thin[-1]["step"] == 2999
+    left = max(h["step"] for h in thin if h["val_accuracy"] == 0.1)
+    escaped = min(h["step"] for h in thin if h["val_accuracy"] == 0.99)
+    assert left < jump <= escaped and escaped - left <= 3000 / 62 + 1
+    assert thin_history([{"step": 1, "train_loss": 2.0}]) == []  # no validation pass: no curve
