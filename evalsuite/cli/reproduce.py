@@ -12,6 +12,9 @@ from evalsuite.cli.app import main
 @click.option("--scale", default="cpu", show_default=True, type=click.Choice(["cpu", "paper"]),
               help="cpu: sizes a 2-core machine runs, an experiment in minutes to hours (`--list`, docs/PROJECTION.md); paper: the published sizes (a GPU or a cluster)")
 @click.option("--list", "list_only", is_flag=True, help="name each experiment, its source and expected run time")
+@click.option("--plan", "plan_only", is_flag=True,
+              help="say what the next invocation would run (each run, its expected minutes and why it is needed) "
+                   "from what the store holds; trains nothing, writes nothing")
 @common.executor_options
 @click.option("--verdicts-only", is_flag=True, help="judge what the store holds; run nothing (the store is only read)")
 @click.option("-o", "--output", default=None, type=click.Path(),
@@ -37,7 +40,7 @@ from evalsuite.cli.app import main
               help="also write the report's headline figures (the capacity law's collapse plot, the frontier) as "
                    "PNG files in this folder, for a Markdown page such as the README (committed: docs/figures)")
 @common.compact_option
-def reproduce(names, scale, list_only, executor, workers, address, device, store_path, threads, group, verdicts_only, output,
+def reproduce(names, scale, list_only, plan_only, executor, workers, address, device, store_path, threads, group, verdicts_only, output,
               from_report, rebuild, results_path, segment_minutes, smoke, figures_dir, compact):
     """Run the experiments behind docs/FINDINGS.md (all, or NAMES: an experiment or a group such as
     `frontier`) and judge each from the stored results."""
@@ -58,6 +61,18 @@ def reproduce(names, scale, list_only, executor, workers, address, device, store
                        f"{e.minutes['paper']:g} GPU-min at paper scale")
         return
     experiments = rep.select(names)
+    if plan_only:
+        for flag, given in (("--smoke", smoke), ("--verdicts-only", verdicts_only), ("--verdicts-from", from_report),
+                            ("--rebuild-store", rebuild), ("--results", results_path), ("--figures", figures_dir),
+                            ("--output", output)):
+            if given:
+                raise common.BadInput(f"{flag}: not with --plan (a plan runs and writes nothing)")
+        from evalsuite.reproduce.plan import plan, render
+
+        store = common.open_store(store_path)
+        for line in render(*plan(experiments, scale, store), workers=workers or 1):
+            click.echo(line)
+        return
     if smoke:
         for flag, given in (("--verdicts-only", verdicts_only), ("--verdicts-from", from_report),
                             ("--results", results_path), ("--segment-minutes", segment_minutes),

@@ -199,3 +199,30 @@ def test_mad_paper_score_covers_its_six_tasks_and_fuzzy_recall_has_mads_levels()
     assert set(score) == tasks | {"mean"}
     assert score["fuzzy recall"] == 0.25 and score["mean"] == (5 * 1.0 + 0.25) / 6
     assert "fuzzy recall" not in {lv["task_label"] for lv in m.CPU["levels"]}  # the CPU cut leaves it out (named)
+
+
+def test_plan_says_what_the_next_invocation_runs_and_why_without_running_or_writing(tmp_path):
+    """`reproduce --plan`: with no store, every sweep point (and a note that escalation follows);
+    with the sweep done, the first escalation round with the settledness rule's reason for each
+    run. The store is only read: no file appears, none changes."""
+    from evalsuite.store import Store
+
+    missing = tmp_path / "none" / "evalsuite.db"
+    res = CliRunner().invoke(main, ["reproduce", "softmax-mqar", "--plan", "--store", str(missing)])
+    assert res.exit_code == 0, res.output
+    assert res.output.count("sweep point of softmax d64 (T=64, D=4)") == 3 and "plan     6 run(s)" in res.output
+    assert "escalate once their sweep points above finish" in res.output and not missing.parent.exists()
+    store = Store(tmp_path / "s.db")
+    for p in sweeps.expand(rep.get("softmax-mqar").spec("cpu")):  # the sweep, done: the middle rate validates best
+        acc = 1.0 if p.config.train.lr == 0.003 else 0.9
+        store.finish(RunRecord(run_id=p.run_id, config=p.config.as_dict(), status="done",
+                               metrics={"accuracy": acc, "val_accuracy": acc, "floor": 0.2}))
+    before = (tmp_path / "s.db").read_bytes()
+    res = CliRunner().invoke(main, ["reproduce", "softmax-mqar", "--plan", "--store", str(tmp_path / "s.db"), "--workers", "2"])
+    assert res.exit_code == 0, res.output
+    lines = [ln for ln in res.output.splitlines() if "escalation of" in ln]
+    assert len(lines) == 6 and all("lr 0.003" in ln and "needs 3 reported seeds" in ln for ln in lines), res.output
+    assert {ln.split("seed ")[1].split()[0] for ln in lines} == {"1", "2", "3"}
+    assert (tmp_path / "s.db").read_bytes() == before
+    bad = CliRunner().invoke(main, ["reproduce", "softmax-mqar", "--plan", "--smoke"])
+    assert bad.exit_code == 2 and "--smoke: not with --plan" in bad.output
