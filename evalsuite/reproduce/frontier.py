@@ -41,13 +41,10 @@ def families(scale: str) -> list[Family]:
     fixed-state mixers, softmax and the sliding window at 128, windows 8 ... 1024, Based's feature
     size 8 / 16 / 24 (Zoology crosses it with widths 48 / 64 / 128; here at width 64 only).
 
-    ``cpu`` (issue 26) sets the fixed-state mixers' state with their query/key size d'
-    (``feature_dim`` 4, 8, 16) at width 64, against D = 16 pairs: D / d' = 4, 2, 1, so the curve
-    crosses the capacity boundary where the state, not the budget, decides. The earlier CPU axis
-    (widths 16 and 32, the head size as d') put d' >= D at every point, and width 16 optimises
-    badly (FINDINGS 16): a shortfall there was optimisation, not memory. Softmax and the sliding
-    window run at width 64 beside them; Based and its Taylor part keep width 32 (their claim is
-    about each other, not about a fixed state's capacity)."""
+    ``cpu`` sets the fixed-state mixers' state with their query/key size d' (``feature_dim`` 4, 8,
+    16) at width 64, against D = 16 pairs: D / d' = 4, 2, 1 (docs/guide/designs.md says why not the
+    width). Softmax and the sliding window run at width 64 beside them; Based and its Taylor part
+    keep width 32 (their claim is about each other, not about a fixed state's capacity)."""
     if scale == "cpu":
         axis, values, width = "model.feature_dim", (4, 8, 16), 64
         fixed_width = {"model.d_model": width}

@@ -226,3 +226,31 @@ def test_plan_says_what_the_next_invocation_runs_and_why_without_running_or_writ
     assert (tmp_path / "s.db").read_bytes() == before
     bad = CliRunner().invoke(main, ["reproduce", "softmax-mqar", "--plan", "--smoke"])
     assert bad.exit_code == 2 and "--smoke: not with --plan" in bad.output
+
+
+def test_the_guides_worked_example_is_one_file_that_plans_and_smokes(repo_root, tmp_path):
+    """docs/guide/layout.md's worked experiment, dropped into the experiments package as its one
+    file (the package's path extended, so the checkout stays untouched): `--plan` lists its nine
+    sweep points and `--smoke` trains each and judges it, with nothing else edited. The CPU base is
+    swapped for the tiny preset so the smoke takes seconds."""
+    import re
+
+    text = (repo_root / "docs" / "guide" / "layout.md").read_text()
+    code = re.search(r"## Worked example: an experiment in one declaration.*?```python\n(.*?)```", text, re.S).group(1)
+    (tmp_path / "delta_beats_linear_d8.py").write_text(code)
+    script = textwrap.dedent(f"""
+        import evalsuite.reproduce.settings as settings
+        settings.CPU_BASE = {{"task": "recall", "model": "softmax", "preset": "tiny", "task.vocab_size": 256, "train.epochs": 1}}
+        import evalsuite.reproduce.experiments as package
+        package.__path__.append({str(tmp_path)!r})
+        from evalsuite.cli import main
+        for args in (["reproduce", "delta-beats-linear-d8", "--plan", "--store", {str(tmp_path / "p.db")!r}],
+                     ["reproduce", "delta-beats-linear-d8", "--smoke", "--workers", "1", "--store", {str(tmp_path / "s.db")!r}]):
+            main(args, standalone_mode=False)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                         env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "plan     9 run(s)" in out.stdout and out.stdout.count("sweep point of delta d'8") == 3
+    assert "smoke    " in out.stdout and "9 runs, 0 not done" in out.stdout, out.stdout[-2000:]
+    assert re.search(r"delta-beats-linear-d8 [A-Z ]+ \[smoke", out.stdout), out.stdout[-2000:]

@@ -11,20 +11,13 @@ back from the model itself (``models.key_features``: the map's output size). At 
 (query/key d'), DPFP nu = 1 (query/key d'/2), Performer (query/key d', d'/2 random features:
 output d') and the delta rule (query/key d'); at query/key d', DPFP nu = 1 has 2 d'. Softmax is
 the control. One more point measures one mixer layer against two (elu+1 and the delta rule at
-D = 2 d'): the first CPU segment found the 2-layer delta rule at d' = 8 retrieving 15.9 of 16 and
-30.2 of 32 pairs on seed 0, far past d' (its analytic probe at d_key 8 holds about 6 of 32), so
-whether two layers' states compose (16 key dimensions in all) or something else stores the pairs
-is measured, not assumed.
+D = 2 d'): whether two layers' states compose or something else stores the pairs is measured, not
+assumed (docs/guide/designs.md says why it was added).
 
 Scales: the paper scale is d' = 16 (D 8 to 64, the probe's d_key), 16 epochs. The CPU scale is
 d' = 8 (D 4, 8, 16, 32; T 16 to 128) at the default preset's budget (8 epochs of 40,000: 5,000
-steps), because a first CPU attempt at d' = 16 and 3 epochs (1,875 steps; 31 runs, seed 0,
-stopped) could not tell capacity from optimisation: every linear cell was still undertrained, even
-elu+1 at D = 8 = d'/2 (0.847 at lr 1e-2), and at D = 64 (T 256, 6 steps/s on one core) every map
-sat at or below the floor (0.012-0.022 against 0.032). A settled CPU run (three seeds, 4x the
-budget on every seed of the cells past d', at two rates) is projected at about 12 hours on this
-2-core machine: it runs in segments (``--segment-minutes``); the 90 minutes aimed at hold only for
-the seed-0 rate sweep.
+steps), where a trained model can optimise (docs/guide/designs.md); it runs in segments
+(``--segment-minutes``).
 
 Tolerance: the probe (``analyze capacity``, one memory layer, d_key 16) retrieves 16.0 pairs
 for elu+1 and 32.0 for DPFP nu = 1 past d' (docs/RESULTS.md, capacity-knee), exactly d'. The

@@ -5,14 +5,8 @@ S5; S3 needs n_h >= 2 with [-1, 1] (a product of two reflections is a rotation, 
 2-dimensional representation needs), and n_h = 1 with [-1, 1] does not get it.
 
 CPU scale: S3 only, n_h in {1, 2} (the claim's edge), d_model 32 in 2 heads, 8 epochs of 40,000
-words (5,000 steps) with a 62-step warm-up. The first CPU design trained 2 epochs (1,250 steps): its
-positive control learned on seed 0 by step 450 but sat at 0.342-0.348 on four of five other seeds,
-and reached 0.995-0.9996 on every one of them at 8 epochs (4x), stopping at its target after 1,000
-to 2,100 steps, just past the 2-epoch schedule's decay at step 1,000: the plateau-then-jump that an
-early decay hides (docs/reproduce-cpu-30/README.md, segment 20). So 8 epochs is the base, with that
-design's warm-up in steps (5% of 1,250), which makes its 8-epoch reruns this design's base runs
-(the same run ids); cells read only runs of at least the base budget (the 2-epoch runs stay in the
-store, unread). Paper scale: S3, A5
+words (5,000 steps) with a 62-step warm-up (an earlier design's, in steps: docs/guide/designs.md);
+cells read only runs of at least the base budget. Paper scale: S3, A5
 and S5 with n_h 1-4, the repository's model (d_model 128 = 4 heads of 32, no short convolution,
 no output or forget gate), AdamW with weight decay 1e-6. Deviations, both scales: a rate sweep
 (the repository trains at lr 1e-4 only), fresh random words each epoch instead of its fixed
@@ -90,17 +84,7 @@ def design(p: dict, rates, **settings) -> Design:
 register(Experiment(
     "deltaproduct-state-tracking", "With eigenvalues in [-1, 1], DeltaProduct tracks S3 at n_h = 2 but not at n_h = 1; "
     "with eigenvalues in [0, 1] it tracks no group at any n_h.", "Siems et al. 2025, DeltaProduct (state tracking)",
-    # cpu, measured (issue 29 asks for 90 min on 2 workers; this does not fit it). The first design
-    # (2 epochs) took 136 wall-min on 2 niced workers over segments 18 and 20 (a third, 19, was lost)
-    # and could not settle: its control's jump came after its decay (see the docstring). At 8 epochs,
-    # from the run times measured there (a 5,000-step run: n_h 1 about 5.5 min, n_h 2 with [0, 1]
-    # 8-16 min, the control 2-10 min as it stops at its target): the seed-0 sweep about 80 run-min;
-    # the seeds' base runs are the first design's 4x runs where seed 0 picks the same rate; the 4x
-    # reruns (32 epochs, 20,000 steps) of the three cells below the level about 440 run-min (at the
-    # chosen rate they start from the 8-epoch runs' snapshots at step 4,000; at half the rate afresh).
-    # So about 60 wall-min if every cell learned and about 270 if the three stay below: three
-    # segments. The cut made: S3 only and n_h in {1, 2}, before the seeds (three, five where they
-    # disagree); nothing else is cut, since the positive control needs the longer budget.
+    # cpu minutes: docs/guide/designs.md has what the runs measured
     verdict, minutes={"cpu": (60, 270), "paper": 600},
     designs={"cpu": design(CPU, CPU_LRS, **{"model.n_heads": 2, "train.warmup_steps": 62}),
              "paper": design(PAPER, PAPER_LRS, **{"model.n_heads": 4, "train.weight_decay": 1e-6})},

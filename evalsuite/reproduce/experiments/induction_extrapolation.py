@@ -9,17 +9,12 @@ Reported beside them, not judged: the suite's default backbone (short convolutio
 without positions and with RoPE, and the delta rule. Runs that have no positioned softmax say
 "not tested".
 
-Rates: [3e-4, 1e-3, 3e-3], one step below the suite's CPU grid, because every cell of a first
-sweep on [1e-3, 3e-3, 1e-2] chose 1e-3, its lower edge, and without the convolution lr 3e-3 did
-not learn the task in 1,875 steps (RoPE 0.108, sinusoidal 0.064, floor 0.150) where lr 1e-3 did
-(sinusoidal 0.993 at step 800).
+Rates: [3e-4, 1e-3, 3e-3], one step below the suite's CPU grid, where the positioned models
+without a convolution learn (docs/guide/designs.md).
 
-Budget: every run trains its whole budget (``train.stop_at_target=false``). With the suite's usual
-early stop at 0.99 validation, the first CPU run (seeds 1-3 stopped at about 600 steps) fell to
-0.23-0.28 at 4x the training length while seed 0, which never reached 0.99 and trained all 1,875
-steps, held xPos at 0.92 there and 0.88 at 16x: how long a model trains past fitting the training
-length decides its extrapolation, so a figure read at a stop on reaching the target is not
-settled. The judged figure is each encoding's accuracy at the shortest test length of at least
+Budget: every run trains its whole budget (``train.stop_at_target=false``): how long a model
+trains past fitting the training length decides its extrapolation, so a figure read at a stop on
+reaching the target is not settled (docs/guide/designs.md). The judged figure is each encoding's accuracy at the shortest test length of at least
 ``beyond`` x the training length (``Cell(metric="eval_i_accuracy")``): the settledness rule, the 4x
 reruns on every seed and their gains read that figure; the rate is chosen on validation at the
 training length.

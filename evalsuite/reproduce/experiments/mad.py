@@ -218,22 +218,6 @@ register(Experiment(
     "mad", "MAD's published orderings: softmax above the fixed-state mixers on in-context recall; the Mamba-2 form "
     "above the delta rule on memorisation (the scores are shown beside the published ones, labelled as a different "
     "number).", "Poli et al. 2024, MAD (athms/mad-lab)",
-    # cpu, projected (issue 29 asks for 90 min on 2 workers); not measured end to end. Per-step times
-    # measured on one thread (model forward, backward and AdamW at batch 64; +10% for data and
-    # evaluation): recall V64 T128 softmax 74 ms, elu+1 95, delta 159, Mamba-2 122; memorisation T 32
-    # at V 256 about 27, V 1,024 about 50, V 4,096 about 140 (its 4,096-way readout); compression
-    # 17-34. The evidence method: 6 base runs a cell (3 rates on seed 0, 3 reported seeds), and 6 4x
-    # runs for each cell the verdict reads that stays below the ceiling (judged: elu+1 and
-    # Mamba-2 on recall, the Mamba-2 form and the delta rule on memorisation, expected). The first
-    # cut (recall 6 epochs, memorisation at V 256 and 4,096, every cell escalated) came to about
-    # 480 CPU-min, not the 110 min first written here. Cut, before the seeds: memorisation at one
-    # level, V 1,024 (V 4,096's steps cost 3x); recall and compression 4 epochs (800 steps; 4x,
-    # 3,200); 4x reruns only for the cells the verdict reads. Recall base about 39 CPU-min and 4x
-    # about 76; memorisation base 18 and 4x 35; compression 10: about 180 CPU-min, 90 min on 2
-    # workers: at the limit (test passes and start-up are outside the 10%), one segment of at most
-    # two hours either way. The control at this budget, measured (seed 0, lr 3e-3, one thread, 75 s):
-    # softmax reached 0.977 at step 800 after a late jump (+0.787 in the last quarter, flagged
-    # undertrained), so it learns within 800 steps with little to spare; a seed or rate that jumps
-    # later sends its cell to 4x reruns (about 12 min more on 2 workers).
+    # cpu minutes: projected; docs/guide/designs.md has the per-step times and the cut
     verdict, designs={"cpu": design(CPU, CPU_LRS, 4), "paper": design(PAPER, MAD_LRS, 200)},
     minutes={"cpu": (23, 86), "paper": 3600}, order=116))
