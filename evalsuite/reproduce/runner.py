@@ -5,8 +5,9 @@ verdicts judged from what the store holds.
 Every experiment of one invocation runs together: their sweeps as one set of points, then each
 escalation round gathers what every experiment still lacks into one set (an experiment alone
 often lacks fewer runs than there are workers, which left workers idle round after round). Each
-experiment's sweep and escalations are still recorded under its own names, so that
-``experiment_runs`` finds exactly its runs whichever invocation trained them.
+experiment's sweep and escalations are recorded in the store under its own names (provenance:
+which invocation asked for a run); which runs are an experiment's is decided by its declaration
+alone (``Experiment.members``), whichever invocation trained them.
 """
 from __future__ import annotations
 
