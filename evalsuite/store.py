@@ -34,7 +34,8 @@ from evalsuite.store_file import (SCHEMA, StoreError, finite_or_none, check_path
 
 # a probe row is identified by every setting that can change it: a later probe with other settings
 # adds rows instead of overwriting the reproduction's
-PROBE_KEY = ("memory", "d_key", "pairs", "setting", "trained", "seed", "variant", "max_steps", "lr", "batch_size", "trials")
+PROBE_KEY = ("memory", "d_key", "pairs", "setting", "trained", "seed", "variant", "max_steps", "lr", "batch_size", "trials",
+             "d_value", "objective", "n_keys", "n_values", "call")
 
 
 HOST = socket.gethostname()

@@ -109,7 +109,7 @@ def reproduce(names, scale, list_only, plan_only, executor, workers, address, de
         options = dict(store=store, executor=executor, workers=workers, device=device, address=address, threads=threads,
                        group=group, echo=click.echo, deadline=deadline)
         segment_done = rep.run_experiments(
-            experiments, scale, store, echo=click.echo, deadline=deadline,
+            experiments, scale, store, echo=click.echo, deadline=deadline, workers=workers or 1,
             run=lambda points, name, spec: sweeps.run_points(points, name=name, spec=spec, **options))
         click.echo(f"segment  {(time.monotonic() - begin) / 60:.1f} min wall"
                    + ("" if segment_done else "; ended before everything ran: run the same command again to resume"))

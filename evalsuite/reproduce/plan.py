@@ -18,7 +18,8 @@ from evalsuite.records import Status
 from .escalation import next_configs
 from .experiment import CONTROL, TEST, Experiment
 from .probes import _full, _probed, probe_name
-from .runner import stored_runs
+from . import argmax
+from .runner import split_probes, stored_runs
 
 
 @dataclass
@@ -81,7 +82,13 @@ def plan(experiments: list[Experiment], scale: str, store) -> tuple[list[Planned
             notes.append(f"{exp.name}: {waiting} cell(s) escalate once their sweep points above finish "
                          "(the runs they need depend on the rates those points choose)")
         probes = store.probes() if store.path.exists() else None
-        for call in map(_full, exp.probes.get(scale, [])):
+        schlag, top1 = split_probes(exp.probes.get(scale, []))
+        if top1:
+            todo = argmax.pending(top1, probes)
+            if todo:
+                notes.append(f"{exp.name}: {len(todo)} argmax probe call(s) now (seed 0's rate sweeps and calibrations "
+                             "first, then the reported seeds at the rates they choose)")
+        for call in map(_full, schlag):
             have = set(_probed(probes, call, call["steps"]).pairs)
             missing = sorted(set(call["pairs"]) - have)
             if missing:

@@ -19,6 +19,7 @@ from evalsuite.records import RunRecord, Verdict
 
 from .escalation import next_configs
 from .experiment import Experiment
+from . import argmax
 from .probes import run_probes
 
 MAX_ROUNDS = 5
@@ -67,7 +68,7 @@ def cheapest_first(points, seconds: list[float | None] | None = None) -> list:
 
 
 def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, echo=print,
-                    deadline: float | None = None) -> bool:
+                    deadline: float | None = None, workers: int = 1) -> bool:
     """Sweep, escalate and probe ``experiments`` (resumable: what the store holds is not rerun).
     ``deadline`` (``time.monotonic()``): start nothing after it (``run`` stops its sweep there too,
     and holds back runs that would end past it: its result's ``left``); returns False when the
@@ -129,8 +130,18 @@ def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, 
     for exp in experiments:
         if exp.probes.get(scale) and not over():
             echo(f"== {exp.name}: {exp.finding}")
-            run_probes(exp.probes[scale], store, echo=echo)
+            schlag, top1 = split_probes(exp.probes[scale])
+            if schlag:
+                run_probes(schlag, store, echo=echo)
+            if top1 and not argmax.run(top1, store, workers=workers, echo=echo, deadline=deadline):
+                ended = True
     return not over()
+
+
+def split_probes(calls: list[dict]) -> tuple[list[dict], list[dict]]:
+    """An experiment's probe calls: Schlag et al.'s knee probes, and the argmax probes (``argmax``)."""
+    top1 = [c for c in calls if c.get("probe") in ("argmax", "calibration")]
+    return [c for c in calls if c not in top1], top1
 
 
 def import_runs(store, runs: list[RunRecord], probes) -> None:

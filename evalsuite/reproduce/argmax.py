@@ -1,0 +1,141 @@
+"""The argmax capacity probes as an experiment runs them (``analysis.argmax_probe``): their calls,
+a resumable runner on worker processes, and the capacities a verdict reads.
+
+A call is a dict: ``{"probe": "calibration", "d_key", "d_value", "seed"}`` (random vectors, no
+training) or ``{"probe": "argmax", "memory", "feature_map", "memory_options", "objective",
+"d_key", "d_value", "pairs", "n_keys", "n_values", "lr", "seed", "steps", "max_steps"}`` (a trained
+probe). Rates follow the suite's protocol: seed 0 sweeps ``RATES`` where a call says
+``"sweep": True``; the rate with the highest capacity on seed 0 (ties: the smaller) is then run on
+the reported seeds ``REPORTED`` (1, 2, 3), whose mean the verdict reads; a call without a sweep
+takes the rate its ``"rate_from"`` configuration chose. Every call's rows go into the store's
+probes table as it finishes, so a segment that ends resumes where it stopped.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+import pandas as pd
+
+RATES = (0.003, 0.01, 0.03)
+REPORTED = (1, 2, 3)
+SWEEP_SEED = 0
+
+
+def key(call: dict) -> str:
+    """What identifies a call's rows in the store (every setting that changes them)."""
+    return json.dumps({k: v for k, v in sorted(call.items()) if k not in ("sweep", "rate_from", "label")}, sort_keys=True,
+                      default=str)
+
+
+def config_key(call: dict) -> str:
+    """A call's configuration, less its rate and seed (what the rate is chosen for)."""
+    return key({k: v for k, v in call.items() if k not in ("lr", "seed")})
+
+
+def _run(call: dict) -> pd.DataFrame:
+    import torch
+
+    torch.set_num_threads(1)
+    from evalsuite.analysis import argmax_probe as ap
+
+    c = {k: v for k, v in call.items() if k not in ("probe", "sweep", "rate_from", "label")}
+    if call["probe"] == "calibration":
+        cap, df = ap.calibration_capacity(c["d_key"], c["d_value"], seed=c.get("seed", 0))
+        df = df.assign(capacity=cap, converged=True)
+    else:
+        df = ap.trained_argmax_probe(**c)
+    return df.assign(call=key(call), label=call.get("label", ""))
+
+
+def done_calls(probes: pd.DataFrame | None) -> set[str]:
+    if probes is None or probes.empty or "call" not in probes:
+        return set()
+    return set(probes.call.dropna())
+
+
+def chosen_rates(calls: list[dict], probes: pd.DataFrame | None) -> dict[str, float]:
+    """Configuration key -> the rate seed 0 chose (the highest final capacity; ties: the smaller
+    rate), for the configurations whose sweep is complete."""
+    caps = final(probes)
+    out = {}
+    sweeps: dict[str, list[dict]] = {}
+    for c in calls:
+        if c.get("sweep") and c["seed"] == SWEEP_SEED:
+            sweeps.setdefault(config_key(c), []).append(c)
+    for ck, group in sweeps.items():
+        got = [(caps.get(key(c)), c["lr"]) for c in group]
+        if all(g is not None for g, _ in got):
+            out[ck] = max(got, key=lambda x: (x[0][0] if math.isfinite(x[0][0]) else 1e9, -x[1]))[1]
+    return out
+
+
+def final(probes: pd.DataFrame | None) -> dict[str, tuple[float, bool]]:
+    """Call key -> (capacity at its last budget, converged there)."""
+    if probes is None or probes.empty or "call" not in probes:
+        return {}
+    out = {}
+    for k, rows in probes[probes.call.notna()].groupby("call"):
+        last = rows[rows.get("max_steps", pd.Series(0, index=rows.index)).fillna(0) ==
+                    rows.get("max_steps", pd.Series(0, index=rows.index)).fillna(0).max()]
+        out[k] = (float(last.capacity.iloc[0]), bool(last.get("converged", pd.Series([True])).fillna(False).iloc[0]))
+    return out
+
+
+def pending(calls: list[dict], probes: pd.DataFrame | None) -> list[dict]:
+    """The calls to run now: sweeps and calibrations not done, then the reported seeds of every
+    configuration whose rate is chosen (at that rate)."""
+    done, rates = done_calls(probes), chosen_rates(calls, probes)
+    out = []
+    for c in calls:
+        if c["probe"] == "calibration" or c.get("sweep") and c["seed"] == SWEEP_SEED:
+            if key(c) not in done:
+                out.append(c)
+            continue
+        lr = rates.get(c.get("rate_from") or config_key(c))
+        if lr is None:
+            continue  # its rate is not chosen yet
+        c = {**c, "lr": lr}
+        if key(c) not in done:
+            out.append(c)
+    return list({key(c): c for c in out}.values())
+
+
+def run(calls: list[dict], store, *, workers: int = 1, echo=print, deadline: float | None = None) -> bool:
+    """Run the pending calls (sweeps first, then the reported seeds) on ``workers`` processes, each
+    call's rows stored as it finishes; returns False when the deadline stopped it early."""
+    import multiprocessing
+
+    failed: set[str] = set()
+    for _ in range(2):  # the sweeps, then the seeds at the rates they chose
+        todo = [c for c in pending(calls, store.probes()) if key(c) not in failed]
+        if not todo:
+            continue
+        echo(f"  argmax probes: {len(todo)} call(s) on {workers} worker(s)")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            running, queue = {}, list(todo)
+            while queue or running:
+                while queue and len(running) < workers and not (deadline is not None and time.monotonic() >= deadline):
+                    c = queue.pop(0)
+                    running[pool.submit(_run, c)] = c
+                if not running:
+                    return False
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for f in finished:
+                    c = running.pop(f)
+                    try:
+                        df = f.result()
+                    except Exception as exc:  # noqa: BLE001 - one call's failure is said, the others go on
+                        echo(f"  {c['probe']} {c.get('label') or ''} d_k {c['d_key']} d_v {c['d_value']} seed {c['seed']} "
+                             f"FAILED ({type(exc).__name__}: {exc}); it stays pending and runs again next time")
+                        failed.add(key(c))
+                        continue
+                    store.add_probes(df)
+                    last = df[df.max_steps == df.max_steps.max()] if "max_steps" in df else df
+                    echo(f"  {c['probe']} {c.get('label') or ''} d_k {c['d_key']} d_v {c['d_value']} seed {c['seed']}"
+                         + (f" lr {c['lr']:g}" if "lr" in c else "")
+                         + f": capacity {last.capacity.iloc[0]:.1f}"
+                         + ("" if bool(last.get("converged", pd.Series([True])).iloc[0]) else " (not converged)"))
+    return not pending(calls, store.probes())
