@@ -11,9 +11,23 @@ from evalsuite.errors import ConfigError, did_you_mean
 SECTIONS = ("task", "model", "train")
 
 
+MAX_VALUE_DEPTH = 32  # nested lists and objects in one --set value
+MAX_VALUE_CHARS = 100_000
+
+
 def parse_value(text: str, key: str = "") -> Any:
     """``--set`` values: JSON where it parses (numbers, true/false, null, lists), else the string.
-    A value that starts like a JSON list, object or string must parse."""
+    A value that starts like a JSON list, object or string must parse. Its size and nesting are
+    bounded before it is parsed."""
+    if len(text) > MAX_VALUE_CHARS:
+        raise ConfigError(f"--set {key or text[:40]}: the value is {len(text):,} characters; at most {MAX_VALUE_CHARS:,}")
+    depth = deepest = 0
+    for ch in text:
+        depth += ch in "[{"
+        depth -= ch in "]}" and depth > 0
+        deepest = max(deepest, depth)
+    if deepest > MAX_VALUE_DEPTH:
+        raise ConfigError(f"--set {key or text[:40]}: the value nests {deepest} levels; at most {MAX_VALUE_DEPTH}")
     try:
         return json.loads(text)
     except (json.JSONDecodeError, ValueError) as exc:

@@ -16,6 +16,7 @@ import torch
 
 from evalsuite import analysis
 from evalsuite import environment
+from evalsuite.heartbeat import Heartbeat
 from evalsuite.config import RunConfig
 from evalsuite.errors import EvalsuiteError, Interrupted, UserError
 from evalsuite.records import RunRecord, Status
@@ -59,18 +60,22 @@ def run_unit(configs: list[RunConfig], device: torch.device, *, progress: bool |
 
 
 WAIT_POLL_S = 5.0  # how often a waiting `run` looks whether the other process finished
+WAIT_MINUTES = 120.0  # the longest a `run --wait` waits by default
 
 
 def run_one(config: RunConfig, *, device: str = "auto", store: Store | None = None, force: bool = False,
-            progress: bool | None = None, wait: bool = False, echo=None) -> RunRecord:
+            progress: bool | None = None, wait: bool = False, echo=None, wait_minutes: float = WAIT_MINUTES) -> RunRecord:
     """Run ``config`` unless the store already holds it done (``force`` retrains); no store: no
     cache either. A run that another live process is training right now is never trained twice:
-    with ``wait``, this waits for it and returns its record; else ``RunningElsewhere``."""
+    with ``wait``, this waits for it (at most ``wait_minutes``; its holder's heartbeat said as it
+    goes) and returns its record; else ``RunningElsewhere``. While it trains, its claim's heartbeat
+    is refreshed, so that readers tell it from a dead claim whatever the pid."""
     dev = environment.resolve_device(device)
     if store is None:
         return run_unit([config], dev, progress=progress)[0].record
     if store.path.exists():
         ingest_incoming(store)  # a run or sweep that finished but could not record itself
+    give_up = time.monotonic() + 60 * wait_minutes
     while True:
         if not force:
             row = store.get(config.run_id, with_history=True)
@@ -86,13 +91,20 @@ def run_one(config: RunConfig, *, device: str = "auto", store: Store | None = No
         if not wait:
             raise RunningElsewhere(f"run {config.run_id} is being trained right now by {where} (store {store.path}); "
                                    f"pass --wait to wait for it and show its result")
+        if time.monotonic() >= give_up:
+            raise RunningElsewhere(f"--wait: gave up after {wait_minutes:g} min waiting for run {config.run_id}, still "
+                                   f"trained by {where} (store {store.path}); --wait-minutes waits longer")
         if echo:
-            echo(f"waiting for run {config.run_id}, which {where} is training ...")
+            beat = holder.get("heartbeat")
+            echo(f"waiting for run {config.run_id}, which {where} is training (its claim refreshed "
+                 + (f"{time.time() - beat:.0f} s ago" if beat else "at an unknown time")
+                 + f"; at most {wait_minutes:g} min) ...")
             echo = None  # once
         time.sleep(WAIT_POLL_S)
         force = False  # what the other process trains is this configuration: its result is the answer
     try:
-        trained = run_unit([config], dev, progress=progress, cache_dir=store.cache_dir)[0]
+        with Heartbeat(store, [config.run_id]):
+            trained = run_unit([config], dev, progress=progress, cache_dir=store.cache_dir)[0]
     except (KeyboardInterrupt, Interrupted) as exc:
         store.interrupt([config.run_id], "interrupted by " + ("Ctrl-C" if isinstance(exc, KeyboardInterrupt) else "SIGTERM"))
         raise

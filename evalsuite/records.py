@@ -53,6 +53,7 @@ class Metric:
     higher_is_better: bool | None  # None: neither (a size, a count, a label)
     aggregate: str  # over seeds: "mean", "max", "min", "sum" or "first"
     description: str
+    bounds: tuple[float, float] | None = None  # what a recorded value may be (an imported run is checked)
 
     def reduce(self, values: list[Any]) -> Any:
         values = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
@@ -67,16 +68,20 @@ METRICS: dict[str, Metric] = {}
 
 
 def register_metric(name: str, kind: type, *, higher_is_better: bool | None, aggregate: str = "mean",
-                    description: str) -> Metric:
+                    description: str, bounds: tuple[float, float] | None = None) -> Metric:
     """Declare a metric (as lm-evaluation-harness's ``register_metric``); a run may then record it."""
     if aggregate not in AGGREGATES:
         raise ValueError(f"aggregate must be one of {', '.join(AGGREGATES)}, got {aggregate!r}")
-    metric = Metric(name, kind, higher_is_better, aggregate, description)
+    metric = Metric(name, kind, higher_is_better, aggregate, description, bounds)
     if name in METRICS and METRICS[name] != metric:
         raise ValueError(f"metric {name!r} is already declared differently: {METRICS[name]}")
     METRICS[name] = metric
     return metric
 
+
+UNIT, NONNEGATIVE = (0.0, 1.0), (0.0, math.inf)
+FRACTIONS = {"accuracy", "val_accuracy", "tvd", "tvd_floor", "context_chance", "majority_rate", "floor"}
+SIGNED = {"last_quarter_gain"}
 
 for _name, _kind, _better, _agg, _text in [
     ("accuracy", float, True, "mean", "test accuracy over graded positions, at the checkpoint that validated best"),
@@ -114,7 +119,23 @@ for _name, _kind, _better, _agg, _text in [
     ("state_bytes_fp32", int, None, "first", "bytes of that state in fp32"),
     ("seq_len", int, None, "first", "training sequence length"),
 ]:
-    register_metric(_name, _kind, higher_is_better=_better, aggregate=_agg, description=_text)
+    register_metric(_name, _kind, higher_is_better=_better, aggregate=_agg, description=_text,
+                    bounds=UNIT if _name in FRACTIONS else NONNEGATIVE if _kind in (int, float) and _name not in SIGNED
+                    else None)
+
+
+def metric_problem(name: str, value: Any) -> str | None:
+    """What is wrong with a recorded value, as an import checks it (None: nothing): a number that is
+    not finite, or outside its metric's bounds (an undeclared ``*_accuracy`` is a fraction too)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if not math.isfinite(value):
+        return f"{name} is {value}, not a finite number"
+    metric = METRICS.get(name)
+    bounds = metric.bounds if metric is not None else UNIT if name.endswith("_accuracy") else None
+    if bounds is not None and not bounds[0] <= value <= bounds[1]:
+        return f"{name} is {value:g}, outside [{bounds[0]:g}, {bounds[1]:g}]"
+    return None
 
 
 def _check_metric(name: str, value: Any) -> Any:

@@ -49,7 +49,7 @@ def load_plugins() -> None:
             obj = ep.load()
             if callable(obj) and not isinstance(obj, type):
                 obj()
-        except Exception as exc:  # a broken plug-in must not take the suite down
+        except (Exception, SystemExit) as exc:  # a broken plug-in must not take the suite down
             print(f"evalsuite: plug-in {ep.name!r} failed to load: {exc}", file=sys.stderr)
 
 
@@ -87,7 +87,8 @@ def _load_file_attr(path: str, attr: str) -> Any:
         sys.modules[module_name] = module
         try:
             spec.loader.exec_module(module)
-        except Exception as exc:  # noqa: BLE001 - the user's file: name it and the error in it
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's file: name it and the error in it
+            # (a plug-in that calls sys.exit() at import is an import error, not the end of the command)
             del sys.modules[module_name]
             where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.lineno else ""
             raise UnknownName(f"{path!r} failed to import: {type(exc).__name__}: {exc}{where}") from exc
@@ -105,7 +106,7 @@ def resolve_attr(ref: str) -> Any:
         return _load_file_attr(target, attr)
     try:
         module = importlib.import_module(target)
-    except Exception as exc:  # noqa: BLE001 - ImportError, or an error inside the user's module
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - ImportError, an error or sys.exit() in the user's module
         raise UnknownName(f"cannot import module {target!r} for {ref!r}: {type(exc).__name__}: {exc}") from exc
     if not hasattr(module, attr):
         raise UnknownName(f"module {target!r} has no attribute {attr!r}")

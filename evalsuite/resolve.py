@@ -92,7 +92,6 @@ def resolve(task: str, model: str, *, preset: str = "default", overrides: Iterab
     task_spec = _resolve_task(task, task_cls, sections["task"])
     plugins, model = _plugin_files(sections["model"], model)
     spec = _resolve_model(model, sections["model"], task_spec)
-    n_params = _check_model_builds(spec, task_spec.vocab_size, mixer_cls)
     try:
         train = TrainConfig(**sections["train"])
     except ValidationError as err:
@@ -100,6 +99,8 @@ def resolve(task: str, model: str, *, preset: str = "default", overrides: Iterab
     if train.batch_size > train.num_train:
         raise ConfigError(f"train.batch_size: {train.batch_size} is more than the {train.num_train} training "
                           f"examples (train.num_train); each step could only use {train.num_train}")
+    _check_resources(task_spec, spec, train, least_parameters(spec, task_spec.vocab_size))  # by arithmetic, first
+    n_params = _check_model_builds(spec, task_spec.vocab_size, mixer_cls)
     _check_resources(task_spec, spec, train, n_params)
     return RunConfig(task_spec, spec, train, seed, plugins)
 
@@ -263,6 +264,14 @@ def resolve_task(task: str, *, preset: str = "default", overrides: Iterable[str]
 
 _BUILT: dict[tuple, int] = {}  # (model spec, vocabulary, mixer, feature map) -> parameters, of models that built
 _BUILT_MAX = 512
+
+
+def least_parameters(spec: ModelSpec, vocab_size: int) -> int:
+    """A lower bound on a model's parameters, by arithmetic: its embedding and, in every layer, at
+    least a d_model x d_model projection (every mixer has one). What the memory check reads before
+    anything is built, so that a typo such as ``model.n_layers=100000`` is refused at once."""
+    m = spec.base
+    return vocab_size * m.d_model + m.n_layers * m.d_model * m.d_model
 
 
 def _check_model_builds(spec: ModelSpec, vocab_size: int, mixer_cls) -> int:

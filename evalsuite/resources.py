@@ -90,6 +90,9 @@ def require_memory(need: int, what: str, detail: str) -> None:
 
 def check_steps(epochs: float, num_train: int, batch_size: int) -> None:
     steps = epochs * max(1, num_train // batch_size)
+    if steps < 1:
+        raise ConfigError(f"train.epochs: {epochs:g} epochs of {max(1, num_train // batch_size)} steps is {steps:.3g} "
+                          f"steps, less than one; give at least {1 / max(1, num_train // batch_size):.3g}")
     if steps > MAX_STEPS:
         raise ConfigError(f"train.epochs: {epochs:g} epochs of {num_train // batch_size} steps is "
                           f"{steps:.3g} steps; at most {MAX_STEPS:,} are allowed")

@@ -29,8 +29,7 @@ from evalsuite import weights
 from evalsuite.files import atomic_write
 from evalsuite.weights import WeightsError, sha256_of  # noqa: F401 - re-exported
 from evalsuite.records import RunRecord, Status
-from evalsuite.store_file import (SCHEMA, StoreError, finite_or_none, check_path, dumps, migrate,
-                                  open_read_only)
+from evalsuite.store_file import SCHEMA, StoreError, check_path, dumps, finite_or_none, migrate, read_only
 
 # a probe row is identified by every setting that can change it: a later probe with other settings
 # adds rows instead of overwriting the reproduction's
@@ -44,14 +43,18 @@ HEARTBEAT_TTL = 300.0  # a claim from another host not refreshed for this long i
 
 
 class Store:
+    claimed_any = False  # whether this process has claimed a run in any store (what an interruption leaves)
     def __init__(self, path: str | os.PathLike | None = None, option: str = "--store"):
         self.path = check_path(path, option)
 
     def find(self, prefix: str) -> str:
-        """The full run id starting with ``prefix``; ``KeyError`` when none or several match."""
+        """The full run id starting with ``prefix`` (compared as text, never as a pattern);
+        ``KeyError`` when none or several match."""
+        if not prefix:
+            raise KeyError("run id: empty; give the id or a unique prefix of it")
         with self.connect(create=False) as conn:
-            ids = [r[0] for r in conn.execute("SELECT run_id FROM runs WHERE run_id LIKE ? LIMIT 5",
-                                              (prefix.replace("%", "").replace("_", "") + "%",))]
+            ids = [r[0] for r in conn.execute("SELECT run_id FROM runs WHERE substr(run_id, 1, length(?)) = ? LIMIT 5",
+                                              (prefix, prefix))]
         if len(ids) != 1:
             raise KeyError(f"run id {prefix!r} matches {'no run' if not ids else 'several runs: ' + ', '.join(ids)} "
                            f"in {self.path}")
@@ -114,9 +117,11 @@ class Store:
 
     def sweep_runs(self, sweep_id: str) -> tuple[str, list[str]]:
         """``(full sweep id, its run ids)`` for an id or unique prefix; ``KeyError`` otherwise."""
+        if not sweep_id:
+            raise KeyError("sweep: empty; give its id or a unique prefix of it")
         with self.connect(create=False) as conn:
-            ids = [r[0] for r in conn.execute("SELECT sweep_id FROM sweeps WHERE sweep_id LIKE ?",
-                                              (sweep_id.replace("%", "").replace("_", "") + "%",))]
+            ids = [r[0] for r in conn.execute("SELECT sweep_id FROM sweeps WHERE substr(sweep_id, 1, length(?)) = ?",
+                                              (sweep_id, sweep_id))]
             if len(ids) != 1:
                 known = ", ".join(s["sweep_id"] + " (" + s["name"] + ")" for s in self.sweeps()) or "none"
                 raise KeyError(f"sweep {sweep_id!r} matches {len(ids)} sweeps in {self.path}; known: {known}")
@@ -168,16 +173,16 @@ class Store:
 
     @contextmanager
     def connect(self, create: bool = True) -> Iterator[sqlite3.Connection]:
-        """A transaction. ``create=False``: read-only, the file is never modified (nor created)."""
+        """A transaction. ``create=False``: read-only, the file is never modified (nor created), and
+        no ``-wal`` or ``-shm`` file that the reading made is left beside it."""
         if not create:
             if not self.path.exists():
                 raise StoreError(f"--store: no results store at {self.path}")
-            conn = open_read_only(self.path)
-            try:
-                with conn:
-                    yield conn
-            finally:
-                conn.close()
+            if self.path.stat().st_size == 0:
+                raise StoreError(f"--store: {self.path} is an empty file (0 bytes), not a results store yet; "
+                                 "`evalsuite run` creates one, or give another path")
+            with read_only(self.path) as conn:
+                yield conn
             return
         check_path(self.path)  # another program may have put something there since
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -197,6 +202,7 @@ class Store:
 
     def start(self, run_id: str, config: dict, env: dict) -> None:
         """Mark a run running under this process, whoever held it (``claim`` is the checked form)."""
+        Store.claimed_any = True
         with self.connect() as conn:
             _start(conn, run_id, config, env)
 
@@ -224,16 +230,19 @@ class Store:
                 else:
                     _start(conn, run_id, configs[run_id], env or {})
                     out["claimed"].append(run_id)
+                    Store.claimed_any = True
         return out
 
     def holder(self, run_id: str) -> dict | None:
-        """``{"pid", "host"}`` of the live claimer of a running run other than this process, else None."""
+        """``{"pid", "host", "heartbeat"}`` of a running run's live claimer (not this process), else None."""
         if not self.path.exists():
             return None
         with self.connect(create=False) as conn:
             rows = _rows(conn, f"SELECT {_claim_columns(conn)} FROM runs WHERE run_id = ?", (run_id,))
         row = dict(rows[0]) if rows else None
-        return {"pid": row["pid"], "host": row["host"]} if row and row["status"] == Status.RUNNING and _held_elsewhere(row) else None
+        if row and row["status"] == Status.RUNNING and _held_elsewhere(row):
+            return {"pid": row["pid"], "host": row["host"], "heartbeat": row.get("heartbeat")}
+        return None
 
     def beat(self, run_ids: list[str]) -> None:
         """Refresh this process's claims among ``run_ids`` (they are still being run)."""
@@ -365,13 +374,17 @@ def _rows(conn: sqlite3.Connection, sql: str, params=()) -> list[sqlite3.Row]:
 
 
 def process_alive(pid: int | None, host: str | None, heartbeat: float | None = None) -> bool:
-    """Whether the process that claimed a run may still run it: on this host, whether its pid runs;
-    on another, whether it refreshed its heartbeat within ``HEARTBEAT_TTL`` (no heartbeat recorded,
-    a store from before heartbeats: assumed alive)."""
+    """Whether the process that claimed a run may still run it: a claim whose heartbeat is older
+    than ``HEARTBEAT_TTL`` is dead on any host (on this one whatever its pid says: after a restart,
+    or in a container where every driver is pid 1, the pid may belong to another process); else, on
+    another host, alive; on this one, alive while its pid runs. No heartbeat recorded (a store from
+    before heartbeats): the pid alone decides, and on another host it is assumed alive."""
     if pid is None:
         return True
+    if heartbeat is not None and time.time() - heartbeat >= HEARTBEAT_TTL:
+        return False
     if host != HOST:
-        return heartbeat is None or time.time() - heartbeat < HEARTBEAT_TTL
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

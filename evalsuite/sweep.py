@@ -25,102 +25,24 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import math
 import os
 import time
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from tqdm.auto import tqdm
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from evalsuite.config import RunConfig
 from evalsuite.errors import ConfigError, Interrupted, UserError
 from evalsuite.persist import incoming_dir, ingest_incoming, record  # noqa: F401 - part of this module's interface
-from evalsuite.params import MAX_SEED
 from evalsuite.records import RunRecord, Status, floor_of
 from evalsuite.resolve import resolve
+from evalsuite.sweep_spec import SweepError, SweepSpec, load_spec  # noqa: F401 - part of this module's interface
 from evalsuite.heartbeat import Heartbeat
 from evalsuite.store import Store
 
 NAMED_AXES = ("task", "model", "feature_map", "preset")
-
-
-class SweepError(UserError):
-    """An invalid spec or point; the message names the axis values."""
-
-
-class SweepSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str | None = None
-    base: dict[str, Any] = Field(default_factory=dict)
-    grid: dict[str, list[Any]] = Field(default_factory=dict)
-    points: list[dict[str, Any]] = Field(default_factory=list)
-    seeds: list[StrictInt] = Field(default_factory=lambda: [0])  # `true` is not seed 1
-    set: dict[str, Any] = Field(default_factory=dict)
-    # an empty grid expands to the base itself, a run of its own; false: only the explicit points run
-    # (a base of shared settings that is no configuration by itself, as an experiment's design declares)
-    base_point: bool = True
-
-
-MAX_SPEC_BYTES = 1 << 20  # a spec is a few lines; a megabyte is a mistake or an attack
-MAX_SPEC_NODES = 100_000  # values after YAML aliases are expanded (an alias bomb has billions)
-MAX_POINTS = 10_000  # runs in one sweep: about a week of CPU time at a minute each
-
-
-def load_spec(path: str | os.PathLike) -> SweepSpec:
-    path = Path(path)
-    if not path.is_file():
-        raise SweepError(f"SPEC: no such file {path}")
-    if path.stat().st_size > MAX_SPEC_BYTES:
-        raise SweepError(f"SPEC {path}: {path.stat().st_size:,} bytes; a spec may have at most {MAX_SPEC_BYTES:,}")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SweepError(f"SPEC {path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    try:
-        data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
-    except (yaml.YAMLError, tomllib.TOMLDecodeError) as exc:
-        raise SweepError(f"SPEC {path}: not valid {'TOML' if path.suffix == '.toml' else 'YAML'}: {exc}") from None
-    if not isinstance(data, dict):
-        raise SweepError(f"SPEC {path}: expected a mapping with base, grid, points, seeds, set")
-    _check_size(data, path)
-    try:
-        spec = SweepSpec(**data)
-    except ValidationError as err:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors()[:10])
-        raise SweepError(f"SPEC {path}: {problems} (allowed keys: name, base, grid, points, seeds, set)") from None
-    for axis, values in spec.grid.items():
-        if not values:
-            raise SweepError(f"SPEC {path}: grid axis {axis!r} has no values")
-    if not spec.seeds or any(not 0 <= s <= MAX_SEED for s in spec.seeds):
-        raise SweepError(f"SPEC {path}: seeds must be a non-empty list of integers from 0 to {MAX_SEED}, "
-                         f"got {spec.seeds!r}")
-    count = math.prod(len(v) for v in spec.grid.values()) + len(spec.points)  # an empty grid: the base point (or none)
-    if count * len(spec.seeds) > MAX_POINTS:
-        raise SweepError(f"SPEC {path}: {count:,} points x {len(spec.seeds)} seeds = {count * len(spec.seeds):,} runs; "
-                         f"a sweep may have at most {MAX_POINTS:,} (split it into several specs)")
-    return spec
-
-
-def _check_size(data: Any, path: Path) -> None:
-    """Count values as validation would see them (YAML aliases expanded), stopping at the limit."""
-    seen, stack = 0, [data]
-    while stack:
-        item = stack.pop()
-        seen += 1
-        if seen > MAX_SPEC_NODES:
-            raise SweepError(f"SPEC {path}: more than {MAX_SPEC_NODES:,} values once YAML aliases are expanded; "
-                             f"a sweep spec is a few axes and points")
-        if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
 
 
 @dataclass

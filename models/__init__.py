@@ -69,9 +69,10 @@ def split_options(name, options: dict, stored: bool = False) -> tuple[BackboneOp
 class ModelConfig(Params):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    d_model: int = Field(64, ge=1, description="model width")
-    n_layers: int = Field(2, ge=1, description="number of blocks")
-    n_heads: int = Field(1, ge=1, description="heads per mixer; must divide d_model")
+    # bounded so that a typo is refused by arithmetic before a model is built (a suite of small models)
+    d_model: int = Field(64, ge=1, le=16384, description="model width")
+    n_layers: int = Field(2, ge=1, le=256, description="number of blocks")
+    n_heads: int = Field(1, ge=1, le=1024, description="heads per mixer; must divide d_model")
     feature_map: str | None = Field(None, description="feature map for linear mixers (name, module:Attr or file.py:Attr)")
     feature_map_options: dict[str, Any] = Field(default_factory=dict, description='options of the feature map, e.g. {"nu": 2} for dpfp')
 

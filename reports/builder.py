@@ -23,6 +23,7 @@ from evalsuite import files, selection
 from evalsuite.labels import model_label
 from evalsuite.models import key_features
 from evalsuite.models.state import zoology_units
+from evalsuite import imports
 from evalsuite.records import (METRICS, TARGET_ACCURACY, RunRecord, Status, Verdict, convergence_note, floor_of,
                                thin_history)
 
@@ -178,27 +179,35 @@ def _embed(data, compact: bool) -> str:
     return base64.b64encode(gzip.compress(text.encode(), compresslevel=9, mtime=0)).decode("ascii")
 
 
-def embedded_json(text: str) -> dict:
-    """The raw ``#evalsuite-data`` of a report's HTML: ``runs`` (run records as dicts), ``probes``
-    and ``verdicts``, from a full report (JSON) or a compact one (gzip, base64)."""
+def embedded_json(text: str, option: str = "--verdicts-from", path="the report") -> dict:
+    """The raw ``#evalsuite-data`` of a report's HTML: ``runs`` (run records as dicts), ``probes``,
+    ``verdicts``, ``members`` and ``schema``, from a full report (JSON) or a compact one (gzip,
+    base64), within ``imports``' bounds; ``ImportRefused`` (one line naming the file) otherwise."""
     tag = _DATA_TAG.search(text)
     if tag is None:
-        raise ValueError("no #evalsuite-data element: not an evalsuite report")
-    body = text[tag.end():text.index("</script>", tag.end())]  # "<" is escaped inside (``_json_for_script``)
+        raise imports.ImportRefused(f"{option}: {path} has no #evalsuite-data element: not an evalsuite report")
+    end = text.find("</script>", tag.end())
+    if end < 0:
+        raise imports.ImportRefused(f"{option}: {path}: its embedded data never ends (no </script>): a truncated report")
+    body = text[tag.end():end]  # "<" is escaped inside (``_json_for_script``)
     if tag.group(1) == "application/gzip":
-        body = gzip.decompress(base64.b64decode(body)).decode()
-    return json.loads(body)
+        body = imports.gunzip(imports.decode_base64(body.strip(), option, path), option, path)
+    elif len(body) > imports.MAX_DATA_BYTES:
+        raise imports.ImportRefused(f"{option}: {path}: its embedded data is past {imports.MAX_DATA_BYTES >> 20} MiB")
+    return imports.check_data(imports.parse_json(body, option, path), option, path)
 
 
-def read_embedded(path: str | Path) -> dict:
-    """A report's embedded data (``#evalsuite-data``): ``runs`` (``RunRecord``), ``probes`` (a
-    DataFrame, empty without probes) and ``verdicts`` (``Verdict``), as the report was built from."""
-    text = Path(path).read_text()
-    data = embedded_json(text)
-    return {"runs": [RunRecord.model_validate(r) for r in data["runs"]], "members": data.get("members") or {},
+def read_embedded(path: str | Path, option: str = "--verdicts-from") -> dict:
+    """A report's embedded data (``#evalsuite-data``): ``runs`` (``RunRecord``, each checked as the
+    suite checks its own: ``evalsuite.imports``), ``members``, ``probes`` (a DataFrame, empty
+    without probes) and ``verdicts`` (``Verdict``), as the report was built from."""
+    text = imports.read_report(path, option)
+    data = embedded_json(text, option, path)
+    runs = imports.runs(data["runs"], option, path)
+    return {"runs": runs, "members": imports.members(data.get("members"), {r.run_id for r in runs}, option, path),
             "probes": pd.DataFrame(data.get("probes") or []),
-            "verdicts": [Verdict.model_validate(v) for v in data.get("verdicts") or []],
-            "shown": shown_verdicts(text)}
+            "verdicts": imports.verdicts(data.get("verdicts"), option, path),
+            "shown": shown_verdicts(text), "schema": data.get("schema", 1)}
 
 
 def embedded_runs(runs: list[RunRecord], compact: bool = False,
@@ -254,7 +263,7 @@ def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes
         drawn_curves=not inline,
         failed=[v for v in views if v["status"] != Status.DONE.value],
         sections=[{"id": s.id, "title": s.title, "template": s.template, "data": d, "leads": s.leads} for s, d in built if d],
-        raw_json=_embed({"runs": raw, "members": members or {},
+        raw_json=_embed({"schema": imports.REPORT_SCHEMA, "runs": raw, "members": members or {},
                          "probes": None if probes is None else _clean(probes.to_dict("records")),
                          "verdicts": [v.model_dump(mode="json") for v in verdicts or []]}, compact),
         compact=compact, scalar_metrics=SCALAR_METRICS,

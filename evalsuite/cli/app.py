@@ -41,8 +41,15 @@ class Main(click.Group):
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except (KeyboardInterrupt, Interrupted) as exc:
+            from evalsuite.store import Store
+
             what = "Ctrl-C" if isinstance(exc, KeyboardInterrupt) else "SIGTERM"
-            if ctx.invoked_subcommand in ("run", "sweep", "reproduce"):
+            if isinstance(exc, Interrupted) and exc.args:  # the command said what the interruption left
+                what = "Ctrl-C or SIGTERM"
+                click.echo(f"Error: interrupted by {what}; {exc.args[0]}", err=True)
+            elif ctx.invoked_subcommand in ("run", "sweep", "reproduce") and not Store.claimed_any:
+                click.echo(f"Error: interrupted by {what} before any run started; nothing was recorded", err=True)
+            elif ctx.invoked_subcommand in ("run", "sweep", "reproduce"):
                 click.echo(f"Error: interrupted by {what}; unfinished runs are recorded as interrupted "
                            f"(run the same command again to resume)", err=True)
             else:  # report, analyze, export, ...: every file is written whole or not at all
@@ -60,6 +67,10 @@ class Main(click.Group):
                 raise Failure(f"--store: the results store{where} cannot be used: {exc}", 2) from None
             if isinstance(exc, MemoryError):
                 raise Failure("out of memory; use smaller sizes (the message above names them)", 1) from None
+            if isinstance(exc, EOFError):  # click would print only "Aborted!"
+                raise Failure(f"an input ended early (a truncated file?): {exc or 'end of file'}", 2) from None
+            if isinstance(exc, RecursionError):
+                raise Failure("an input nests too deeply to read; inputs nest at most a few dozen levels", 2) from None
             raise
         finally:
             if previous is not None:

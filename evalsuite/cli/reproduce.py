@@ -190,8 +190,6 @@ def _verdicts_from(report: str, experiments, scale: str, results_path: str | Non
     from evalsuite import files
     from evalsuite.reports import builder
     from evalsuite.reports.results_md import results_markdown
-    from evalsuite.reproduce.runner import import_runs
-
     target = files.check_output(results_path, "--results") if results_path else None
     if rebuild and Path(rebuild).expanduser().exists():
         raise common.BadInput(f"--rebuild-store: {rebuild} exists; give a new path (a store is never written over)")
@@ -212,10 +210,40 @@ def _verdicts_from(report: str, experiments, scale: str, results_path: str | Non
         click.echo(f"results  {target}")
     _write_figures(figures, verdicts, runs_of, data["probes"])
     if rebuild:
-        store = common.open_store(str(Path(rebuild).expanduser()))
-        import_runs(store, data["runs"], data["probes"])
+        store = _rebuild(Path(rebuild).expanduser(), data)
         click.echo(f"store    {store.path} ({len(data['runs'])} runs from {report}; judge them with "
                    f"`evalsuite reproduce {' '.join(names)} --verdicts-only --store {store.path}`)".replace("  --", " --"))
+
+
+def _rebuild(path, data):
+    """A new store at ``path`` holding the report's runs and probes, all or nothing: it is built in
+    a temporary file beside ``path`` and renamed there only once complete, so an interrupted
+    rebuild leaves no store (and the same command starts it again)."""
+    import os
+    from pathlib import Path
+
+    from evalsuite.errors import Interrupted
+    from evalsuite.reproduce.runner import import_runs
+    from evalsuite.store import Store
+
+    common.open_store(str(path))  # the checks a store path gets (a folder, another program's file)
+    partial = path.with_name(f".{path.name}.rebuilding-{os.getpid()}")
+    try:
+        store = Store(partial, option="--rebuild-store")
+        import_runs(store, data["runs"], data["probes"])
+        with store.connect() as conn:  # fold the write-ahead log in, so that the one file is the store
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        os.replace(partial, path)
+    except BaseException as exc:
+        for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm")):
+            leftover.unlink(missing_ok=True)
+        if isinstance(exc, (KeyboardInterrupt, Interrupted)):
+            raise Interrupted(f"the rebuild of {path} stopped before it was complete, so no store was written "
+                              "(run the same command again to rebuild it)") from None
+        raise
+    for leftover in (Path(f"{partial}-wal"), Path(f"{partial}-shm")):
+        leftover.unlink(missing_ok=True)
+    return Store(path, option="--rebuild-store")
 
 
 def _members(data: dict, experiment, scale: str) -> list:

@@ -28,7 +28,10 @@ from evalsuite.cli.app import main
 @click.option("--wait", is_flag=True,
               help="when another live process is training this very run, wait for it and show its result "
                    "(default: say so and exit 2)")
-def run(task, model, feature_map, preset, overrides, seed, device, store_path, threads, out, force, no_report, wait):
+@click.option("--wait-minutes", default=120.0, show_default=True, type=click.FloatRange(min=0, max=7 * 24 * 60),
+              help="with --wait: give up (exit 2) after this long")
+def run(task, model, feature_map, preset, overrides, seed, device, store_path, threads, out, force, no_report, wait,
+        wait_minutes):
     """Train MODEL on TASK, print a summary, record it in the store and write its report."""
     from evalsuite import environment, files
     from evalsuite.pipeline import run_one
@@ -46,7 +49,7 @@ def run(task, model, feature_map, preset, overrides, seed, device, store_path, t
     click.echo(f"evalsuite run: {model} on {task} (preset {preset}, seed {seed}, device {dev}, "
                f"{_threads()} thread{'s' if _threads() != 1 else ''}; budget {budget:,} steps, the expected time "
                f"is measured and printed after the first 100)", err=True)
-    result = run_one(config, device=device, store=store, force=force, wait=wait,
+    result = run_one(config, device=device, store=store, force=force, wait=wait, wait_minutes=wait_minutes,
                      echo=lambda m: click.echo(m, err=True))
     if report is not None:
         from evalsuite.reports import builder

@@ -22,6 +22,52 @@ def failed_result(config: RunConfig, error: str) -> RunRecord:
     return RunRecord(run_id=config.run_id, config=config.as_dict(), status=Status.FAILED, error=error)
 
 
+def uses_plugin(config: RunConfig) -> bool:
+    """Whether a configuration loads user code: a plug-in file (its digest is part of the
+    configuration) or a ``module:Attr`` model, task or feature map. Such code can change the
+    worker's global state (torch's default dtype, grad mode, a monkeypatch) in ways no reset undoes,
+    so the worker that ran it is never reused (``max_tasks_per_child=1``; Ray: ``max_calls=1``)."""
+    if config.plugins:
+        return True
+    section = config.as_dict()
+    refs = (section["task"].get("name"), section["model"].get("name"), section["model"].get("feature_map"))
+    return any(isinstance(r, str) and ":" in r for r in refs)
+
+
+# what this worker process ran before the unit it runs now (``worker_history`` in each record's env)
+_RAN: list[str] = []
+
+
+def die_with_parent() -> None:
+    """End this worker when the process that started it ends (a driver killed with SIGKILL would
+    otherwise leave it training a run the store reads as stale, which a rerun then trains again).
+    Linux: the kernel sends SIGKILL (``PR_SET_PDEATHSIG``); elsewhere, and as a backstop, a daemon
+    thread checks every second whether the parent is gone (the worker is then re-parented)."""
+    import signal
+    import threading
+    import time
+
+    if getattr(die_with_parent, "armed", False):
+        return
+    die_with_parent.armed = True
+    parent = os.getppid()
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+    def watch():
+        while True:
+            if os.getppid() != parent:
+                os._exit(1)
+            time.sleep(1.0)
+    threading.Thread(target=watch, name="evalsuite-parent-watch", daemon=True).start()
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+
+
 def run_unit_in_worker(configs: list[RunConfig], device: str, threads: int | None, incoming: str | None,
                        decide: bool = False) -> list[RunRecord]:
     """Run one configuration, or a group of them (``pipeline.run_unit``), in this (worker) process;
@@ -35,6 +81,9 @@ def run_unit_in_worker(configs: list[RunConfig], device: str, threads: int | Non
     from evalsuite import environment
     from evalsuite.pipeline import run_unit
 
+    die_with_parent()
+    before = list(_RAN)
+    _RAN.extend(f"{c.run_id}{' (plug-in)' if uses_plugin(c) else ''}" for c in configs)
     if threads:
         torch.set_num_threads(threads)
     dev = environment.resolve_device(device)
@@ -42,6 +91,8 @@ def run_unit_in_worker(configs: list[RunConfig], device: str, threads: int | Non
     records = []
     for trained in run_unit(configs, dev, progress=False, cache_dir=cache, decide=decide):
         record = trained.record
+        # which runs this worker process ran before (a plug-in among them is said: its state could leak)
+        record.env = {**record.env, "worker_pid": os.getpid(), "worker_ran_before": before}
         if not incoming and record.ok and trained.model is not None:
             buf = io.BytesIO()
             torch.save({k: v.detach().cpu() for k, v in trained.model.state_dict().items()}, buf)

@@ -5,7 +5,9 @@ CPU: each worker gets ``threads`` torch threads when given; else ``$OMP_NUM_THRE
 GPU i mod n; several workers may share a GPU. ``group`` (``grouping.plan``): points that differ
 only in learning rate and seed train together in one worker. A worker killed mid-run (SIGKILL,
 out of memory) breaks the pool: the unfinished units are resubmitted to a fresh pool (a group's
-runs then one at a time), up to three attempts."""
+runs then one at a time), up to three attempts. A sweep that loads user code (a plug-in file or a
+``module:Attr`` reference) runs every unit in a fresh worker (``base.uses_plugin``), and every worker
+ends when its driver does (``base.die_with_parent``)."""
 from __future__ import annotations
 
 import multiprocessing as mp
@@ -20,7 +22,7 @@ from evalsuite.config import RunConfig
 from evalsuite.errors import UserError
 from evalsuite.records import RunRecord
 
-from .base import failed_result, run_unit_in_worker
+from .base import failed_result, run_unit_in_worker, uses_plugin
 from .grouping import plan
 
 MAX_ATTEMPTS = 3
@@ -79,10 +81,13 @@ class LocalExecutor:
         pending = {u[0]: u for u in plan(configs, self.group, slots=self.workers, cuda=bool(self.gpus))}  # first point -> unit
         attempts = {k: 0 for k in pending}
         ctx = mp.get_context("spawn")  # safe with CUDA and threads; workers import torch once
+        # user code can change a process's global state beyond repair: a sweep that loads any runs
+        # each unit in a fresh worker, so no configuration shares a process with a plug-in
+        one_shot = 1 if any(uses_plugin(c) for c in configs) else None
         while pending:
             finished: set[int] = set()
             slots = min(self.workers, len(pending))
-            with ProcessPoolExecutor(max_workers=slots, mp_context=ctx) as pool:
+            with ProcessPoolExecutor(max_workers=slots, mp_context=ctx, max_tasks_per_child=one_shot) as pool:
                 # at most one unit per worker in flight, so that a segment's deadline holds back
                 # every unit not yet started (a queued future could no longer be cancelled), and
                 # each unit takes the slot (GPU) the unit before it freed

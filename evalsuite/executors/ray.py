@@ -18,7 +18,7 @@ from evalsuite.records import RunRecord
 
 from evalsuite.persist import journal
 
-from .base import failed_result, run_unit_in_worker
+from .base import failed_result, run_unit_in_worker, uses_plugin
 from .grouping import plan
 
 
@@ -126,12 +126,17 @@ class RayExecutor:
         restore = keep_errors_in(Path(incoming).resolve().parent / "ray-errors.log")
         try:
             gpus = ray.cluster_resources().get("GPU", 0) if self.device != "cpu" else 0
-            task = ray.remote(num_cpus=self.threads, num_gpus=self.gpu_fraction if gpus else 0)(run_unit_in_worker)
+            resources = dict(num_cpus=self.threads, num_gpus=self.gpu_fraction if gpus else 0)
+            task = ray.remote(**resources)(run_unit_in_worker)
+            # a unit that loads user code runs in a worker that is never reused (``base.uses_plugin``);
+            # Ray's tasks share the fate of their owner, the driver: they end when it does
+            isolated = ray.remote(max_calls=1, **resources)(run_unit_in_worker)
             device = "cuda" if gpus else "cpu"
             slots = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1) // self.threads))
             units = [[configs[i] for i in u] for u in plan(configs, self.group, slots=slots, cuda=bool(gpus))]
             incoming = Path(incoming).resolve()
-            refs = {task.remote(unit, device, self.threads, None, self.group == "auto"): unit for unit in units}
+            refs = {(isolated if any(uses_plugin(c) for c in unit) else task).remote(
+                        unit, device, self.threads, None, self.group == "auto"): unit for unit in units}
             while refs:
                 ready, _ = ray.wait(list(refs), num_returns=1)
                 for ref in ready:

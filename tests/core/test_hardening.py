@@ -346,7 +346,10 @@ def test_listops_cache_lives_beside_the_store_and_sample_writes_none(tmp_path, m
     ("train.weight_decay=Infinity", "train.weight_decay: Input should be a finite number"),
     ("train.epochs=1e9", "train.epochs: 1e+09 epochs"),
     ("task.seq_len=100000000", "GiB is available"),
-    ("model.d_model=1000000", "GiB for the model"),
+    ("model.d_model=1000000", "model.d_model: Input should be less than or equal to 16384"),
+    ("model.d_model=16384", "GiB for the model"),
+    ("model.n_layers=100000", "model.n_layers: Input should be less than or equal to 256"),
+    ("train.epochs=1e-300", "less than one"),
     ("train.num_train=1000000000000", "GiB for 1,000,000,000,128 examples of length 32"),
     ('task.segments=[{"num_kv_pairs": 4}', "is not valid JSON"),
 ], ids=lambda v: v.split("=")[0] if "=" in v else None)
