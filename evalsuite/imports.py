@@ -112,6 +112,7 @@ def check_data(data: Any, option: str, path) -> dict:
 def runs(raw: list, option: str, path) -> list[RunRecord]:
     """Each embedded run as a ``RunRecord``, checked as the suite checks its own (module docstring)."""
     from evalsuite.config import RunConfig, run_id
+    from evalsuite.resolve import check_stored
 
     out: dict[str, tuple[int, RunRecord, dict]] = {}
     for i, item in enumerate(raw):
@@ -126,6 +127,7 @@ def runs(raw: list, option: str, path) -> list[RunRecord]:
             raise ImportRefused(f"{where}: {'.'.join(map(str, e['loc'])) or 'record'}: {e['msg']}") from None
         try:
             config = RunConfig.from_dict(record.config)
+            check_stored(config)
         except Exception as exc:  # noqa: BLE001 - any reason the configuration does not resolve
             raise ImportRefused(f"{where}: its configuration does not resolve ({type(exc).__name__}: {exc})") from None
         if run_id(record.config) != record.run_id or config.run_id != record.run_id:

@@ -266,6 +266,12 @@ _BUILT: dict[tuple, int] = {}  # (model spec, vocabulary, mixer, feature map) ->
 _BUILT_MAX = 512
 
 
+def check_stored(config: RunConfig) -> None:
+    """A stored configuration (``RunConfig.from_dict``) checked as ``resolve`` checks a new one's
+    model: it builds (on the meta device), its feature map is one its mixer takes. ``ConfigError``."""
+    _check_model_builds(config.model, config.task.vocab_size, _mixer_class(config.model.name))
+
+
 def least_parameters(spec: ModelSpec, vocab_size: int) -> int:
     """A lower bound on a model's parameters, by arithmetic: its embedding and, in every layer, at
     least a d_model x d_model projection (every mixer has one). What the memory check reads before

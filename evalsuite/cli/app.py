@@ -30,6 +30,9 @@ class Main(click.Group):
     """The one error path: messages instead of tracebacks, at the boundary of every command."""
 
     def invoke(self, ctx):
+        from evalsuite.store import Store
+
+        Store.claimed_any = False  # this command's claims: what an interruption would leave
         previous = None
         if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # SIGTERM ends a run like Ctrl-C: recorded
             try:
@@ -41,8 +44,6 @@ class Main(click.Group):
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except (KeyboardInterrupt, Interrupted) as exc:
-            from evalsuite.store import Store
-
             what = "Ctrl-C" if isinstance(exc, KeyboardInterrupt) else "SIGTERM"
             if isinstance(exc, Interrupted) and exc.args:  # the command said what the interruption left
                 what = "Ctrl-C or SIGTERM"
