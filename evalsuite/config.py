@@ -49,6 +49,13 @@ class TrainConfig(Params):
     grad_clip: float = Field(1.0, ge=0, description="gradient-norm clip; 0 disables")
     eval_every: int = Field(100, ge=1, description="steps between validation passes")
     patience: int = Field(0, ge=0, description="validation passes without improvement before stopping; 0 disables")
+    plateau_window: int = Field(0, ge=0, description="stop on a plateau: once the best validation accuracy of the "
+                                "last plateau_window passes beats the best before them by less than plateau_gain "
+                                "(and the best so far is at least plateau_above); 0 disables")
+    plateau_gain: float = Field(0.005, ge=0, le=1, description="the least validation gain over plateau_window passes "
+                                "that keeps a run training")
+    plateau_above: float = Field(0.0, ge=0, le=1, description="a plateau stops a run only at or above this validation "
+                                 "accuracy (one at its floor may still be about to jump)")
     target_accuracy: float = Field(TARGET_ACCURACY, gt=0, le=1, description="stop once validation accuracy reaches this (Zoology: 0.99)")
     stop_at_target: bool = Field(True, description="stop at target_accuracy; false trains the whole budget and keeps the "
                                  "latest of the checkpoints that validate best (length extrapolation: a model stopped "
@@ -58,7 +65,7 @@ class TrainConfig(Params):
     compile: bool = Field(False, description="train through torch.compile (opt in); falls back to eager with a warning "
                           "where no compiler works; the first step's time, compilation included, is compile_time_s")
 
-    LATE_FIELDS = frozenset({"compile", "warmup_steps", "stop_at_target"})
+    LATE_FIELDS = frozenset({"compile", "warmup_steps", "stop_at_target", "plateau_window", "plateau_gain", "plateau_above"})
 
     def warmup(self, total_steps: int) -> int:
         """Warm-up steps of a run of ``total_steps``."""

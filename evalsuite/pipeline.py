@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from evalsuite import analysis
-from evalsuite import environment
+from evalsuite import environment, snapshots
 from evalsuite.heartbeat import Heartbeat
 from evalsuite.config import RunConfig
 from evalsuite.errors import EvalsuiteError, Interrupted, UserError
@@ -102,6 +102,7 @@ def run_one(config: RunConfig, *, device: str = "auto", store: Store | None = No
             echo = None  # once
         time.sleep(WAIT_POLL_S)
         force = False  # what the other process trains is this configuration: its result is the answer
+    snapshots.materialize(store, store.cache_dir, [config])  # a shorter run's snapshot, or its own checkpoint
     try:
         with Heartbeat(store, [config.run_id]):
             trained = run_unit([config], dev, progress=progress, cache_dir=store.cache_dir)[0]
@@ -110,7 +111,10 @@ def run_one(config: RunConfig, *, device: str = "auto", store: Store | None = No
         raise
     state = trained.model.state_dict() if trained.model is not None else None
     try:
-        return persist(store, trained.record, state)
+        out = persist(store, trained.record, state)
+        snapshots.absorb(store, store.cache_dir)
+        snapshots.release(store, trained.record)
+        return out
     except (sqlite3.Error, StoreError, OSError) as exc:  # disk full, locked: the trained result is kept
         where = keep(store, trained.record, state)
         acc = trained.record.metrics.get("accuracy")

@@ -101,12 +101,13 @@ for _name, _kind, _better, _agg, _text in [
     ("steps", int, None, "mean", "optimisation steps taken"),
     ("budget_steps", int, None, "first", "steps the budget allowed"),
     ("best_step", int, None, "mean", "step of the checkpoint that validated best"),
-    ("stopped", str, None, "first", "target, budget or patience"),
+    ("stopped", str, None, "first", "target, budget, patience or plateau"),
     ("undertrained", bool, False, "sum", "validation accuracy still rose in the last quarter of the budget"),
     ("last_quarter_gain", float, None, "mean", "best validation accuracy of the last quarter minus before"),
     ("steps_per_s", float, True, "mean", "training throughput (the steps this run took itself)"),
     ("branched_from", str, None, "first", "the run whose saved state this run started from (train.branch)"),
     ("branched_from_step", int, None, "first", "the step it started from: the steps before it were that run's"),
+    ("resumed_from_step", int, None, "first", "the step its own checkpoint resumed it from (a segment ended in it)"),
     ("train_time_s", float, False, "mean", "seconds spent training"),
     ("wall_time_s", float, False, "mean", "seconds for the whole run"),
     ("time_data_s", float, False, "mean", "seconds generating and staging the run's data and building its model"),
@@ -268,6 +269,9 @@ def convergence_note(metrics: dict) -> str:
         return ""
     if stopped == "target":
         return f"reached the target validation accuracy at step {metrics.get('best_step')}"
+    if stopped == "plateau":
+        return (f"stopped on a plateau: no validation gain of 0.005 over its window (best at step "
+                f"{metrics.get('best_step')})")
     if stopped == "patience":
         return f"stopped early: validation accuracy stopped improving (best at step {metrics.get('best_step')})"
     if metrics.get("undertrained"):

@@ -14,7 +14,8 @@ from evalsuite.files import SQLITE_MAGIC
 
 APPLICATION_ID = 0x45564C53  # "EVLS"
 SCHEMA_VERSION = 4  # 1: before pid, host and warnings; 2: before heartbeat; 3: before plug-in workers were
-# isolated (4 marks the runs that may have shared a worker with one); migrated on the first write
+# isolated (4 marks the runs that may have shared a worker with one) and before snapshots were kept in the
+# store; migrated on the first write
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -58,10 +59,20 @@ CREATE TABLE IF NOT EXISTS probes (
     created REAL NOT NULL,
     data    TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS snapshots (
+    kind    TEXT NOT NULL,
+    key     TEXT NOT NULL,
+    step    INTEGER NOT NULL,
+    run_id  TEXT,
+    created REAL NOT NULL,
+    sha256  TEXT NOT NULL,
+    data    BLOB NOT NULL,
+    PRIMARY KEY (kind, key, step)
+);
 """
 
 ADDED_COLUMNS = {"pid": "INTEGER", "host": "TEXT", "warnings": "TEXT", "heartbeat": "REAL"}  # since schema 1
-TABLES = {"runs", "steps", "sweeps", "sweep_runs", "probes"}
+TABLES = {"runs", "steps", "sweeps", "sweep_runs", "probes", "snapshots"}
 
 
 class StoreError(UserError):

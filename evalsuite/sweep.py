@@ -39,6 +39,7 @@ from evalsuite.persist import incoming_dir, ingest_incoming, record  # noqa: F40
 from evalsuite.records import RunRecord, Status, floor_of
 from evalsuite.resolve import resolve
 from evalsuite.sweep_spec import SweepError, SweepSpec, load_spec  # noqa: F401 - part of this module's interface
+from evalsuite import snapshots
 from evalsuite.heartbeat import Heartbeat
 from evalsuite.store import Store
 
@@ -213,10 +214,13 @@ def run_points(points: list[Point], *, name: str, spec: dict, store: Store, exec
             echo(f"sweep {name}: {len(known)} of {len(todo)} runs timed from their configurations' finished runs: "
                  f"about {sum(known) / 60:.0f} run-min, {sum(known) / 60 / workers:.0f} min on {workers} workers; "
                  f"{(deadline - time.monotonic()) / 60:.0f} min left in this segment")
+    snapshots.materialize(store, store.cache_dir, [p.config for p in todo])  # what a rung continues from
     with Heartbeat(store, [p.run_id for p in todo]) as beat:
         try:
             for result in runner.run([p.config for p in todo], incoming_dir(store)):
                 record(store, result)
+                snapshots.absorb(store, store.cache_dir)  # each rung's snapshot goes with the store
+                snapshots.release(store, result)
                 finished.add(result.run_id)
                 beat.done(result.run_id)
                 failed += not result.ok
@@ -242,7 +246,7 @@ ESTIMATE_MARGIN = 1.15
 # training settings that change a run's time only through its step count, or not at all (a 4x rerun
 # fixes its warm-up steps where the base run had a fraction: the same time per step)
 _UNTIMED = ("lr", "epochs", "warmup_steps", "warmup_frac", "decay_frac", "schedule", "patience", "target_accuracy",
-            "weight_decay", "grad_clip")
+            "weight_decay", "grad_clip", "plateau_window", "plateau_gain", "plateau_above")
 
 
 def _budget_key(config: dict) -> str:

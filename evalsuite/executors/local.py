@@ -26,6 +26,7 @@ from .base import failed_result, run_unit_in_worker, uses_plugin
 from .grouping import plan
 
 MAX_ATTEMPTS = 3
+LONGEST_SEGMENT_S = 2 * 3600  # a unit expected to take longer than a whole segment runs in pieces (checkpoints)
 
 
 def cpu_count() -> int:
@@ -71,10 +72,13 @@ class LocalExecutor:
     estimates: list[float | None] | None = None
 
     def _fits(self, unit: list[int]) -> bool:
+        """Whether a unit may start before the deadline: it is expected to end by then, or it is
+        longer than any segment (a 16x rung): then it starts anyway, checkpoints as it goes, and is
+        stopped at the deadline to resume in the next segment."""
         if self.deadline is None or not self.estimates:
             return True
         known = [self.estimates[i] for i in unit if self.estimates[i] is not None]
-        return not known or time.monotonic() + sum(known) <= self.deadline
+        return (not known or time.monotonic() + sum(known) <= self.deadline or sum(known) > LONGEST_SEGMENT_S)
 
     def run(self, configs: list[RunConfig], incoming: Path) -> Iterator[RunRecord]:
         self._ended = False
@@ -84,6 +88,14 @@ class LocalExecutor:
         # user code can change a process's global state beyond repair: a sweep that loads any runs
         # each unit in a fresh worker, so no configuration shares a process with a plug-in
         one_shot = 1 if any(uses_plugin(c) for c in configs) else None
+        if self.deadline is not None:  # workers stop at the segment's end, their runs checkpointed (train.loop)
+            os.environ["EVALSUITE_DEADLINE"] = str(time.time() + self.deadline - time.monotonic())
+        try:
+            yield from self._run(configs, incoming, pending, attempts, ctx, one_shot)
+        finally:
+            os.environ.pop("EVALSUITE_DEADLINE", None)
+
+    def _run(self, configs, incoming, pending, attempts, ctx, one_shot) -> Iterator[RunRecord]:
         while pending:
             finished: set[int] = set()
             slots = min(self.workers, len(pending))

@@ -7,8 +7,12 @@ nothing recomputes it. What it says:
   is not at an edge of the grid, unless that edge is at ``LR_LIMITS``.
 - **Seeds**: ``MIN_SEEDS`` seeds are reported at the chosen rate (``MAX_SEEDS`` where some
   learned and some did not).
-- **Budget**: below ``CEILING``, every reported seed is rerun at ``BUDGET_FACTOR`` x the base
-  budget; a figure is settled when that rerun moves no seed by ``MAX_GAIN`` or more.
+- **Budget**: below ``CEILING``, every reported seed climbs the ``LADDER`` (1x, 4x, 16x the base
+  budget), each rung continuing the one below it from its snapshot; a figure is settled at the rung
+  whose next rung moves no seed by ``MAX_GAIN`` or more. A cell climbs past 4x only where a clause's
+  outcome depends on it. Rungs above the base stop on a plateau (``PLATEAU_GAIN``, ``PLATEAU_ABOVE``).
+- **Rates**: the rate a cell climbs at is its best by validation, and the runner-up too where the
+  two are within ``RATE_TIE``; each rung's figure is read at the rate that validates best there.
 - **Learned**: at least ``LEARNED_FRACTION`` of the way from the floor to 1.
 - **Comparisons** need ``MARGIN`` plus both cells' seed spreads, and the same order per seed.
 - **One setting**: two runs are one setting when their configurations differ only in what the
@@ -28,11 +32,18 @@ MAX_GAIN = 0.05  # a rerun at the next budget that moves a seed by this much or 
 MARGIN = 0.05
 LR_LIMITS = (1e-5, 0.1)  # the grid is extended past an edge only inside these
 CEILING = 0.95  # cells below this get the full treatment (edges, seeds, longer budgets); above it, only the seeds
-BUDGET_FACTOR = 4  # a shortfall is rerun at this many times its budget (the reports mark those runs)
-LADDER = (1, BUDGET_FACTOR)  # the budgets a setting is trained at, as multiples of its base budget
+BUDGET_FACTOR = 4  # each rung of the ladder is this many times the budget of the one below it
+LADDER = (1, BUDGET_FACTOR, BUDGET_FACTOR ** 2)  # the budgets a setting climbs through, as multiples of its base
+RATE_TIE = 0.01  # two rates whose validation figures are this close both climb (the choice is made higher up)
+# a rung above the base stops a run on a plateau: no validation gain of PLATEAU_GAIN over a window of
+# passes as long as the base budget, once the run stands at PLATEAU_ABOVE or more (one at its floor may be
+# about to jump: it trains its whole rung)
+PLATEAU_GAIN = 0.005
+PLATEAU_ABOVE = 0.5
 
 # what the escalation changes: the runs of one sweep point at every seed, rate, budget and warm-up
-ESCALATED = (("seed",), ("train", "lr"), ("train", "epochs"), ("train", "warmup_steps"))
+ESCALATED = (("seed",), ("train", "lr"), ("train", "epochs"), ("train", "warmup_steps"), ("train", "plateau_window"),
+             ("train", "plateau_gain"), ("train", "plateau_above"))
 
 
 def canonical_json(config: dict) -> str:

@@ -8,9 +8,12 @@ state there; the longer run, instead of repeating those steps, loads it and goes
 the from-scratch run's within float rounding (tests/train/test_branch.py) and has the same run id:
 the store cannot tell them apart, and ``metrics.branched_from`` says which it was.
 
-Snapshots live in ``<cache>/branches/<trajectory>/<step>.pt``, about 1 MB for the default model. A
-snapshot is deleted once a run has branched from it and finished; deleting the folder costs only
-the steps a branch would have saved.
+Snapshots live in ``<cache>/branches/<trajectory>/<step>.pt``, about 1 MB for the default model; a
+run's own mid-run checkpoints (saved every few minutes and when a segment ends, so that a run
+longer than a segment resumes in the next) in ``<cache>/checkpoints/<run id>/<step>.pt``, in the
+same form. A snapshot is deleted once a run has branched from it and finished, a checkpoint once
+its run finished. The driver keeps both in the store as well (``evalsuite.snapshots``), so that a
+rung continues its run in any checkout or machine that has the store, whatever its cache holds.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from evalsuite.config import RunConfig, run_id
 from evalsuite.files import atomic_write
 
 FOLDER = "branches"
+CHECKPOINTS = "checkpoints"
 
 
 def trajectory(config: RunConfig, total_steps: int) -> str:
@@ -38,6 +42,22 @@ def folder(cache_dir, config: RunConfig, total_steps: int) -> Path | None:
     if not cache_dir or config.train.branch_step(total_steps) is None:
         return None
     return Path(cache_dir) / FOLDER / trajectory(config, total_steps)
+
+
+def checkpoint_folder(cache_dir, config: RunConfig) -> Path | None:
+    """Where this run keeps its own mid-run checkpoints (None without a cache)."""
+    return None if not cache_dir else Path(cache_dir) / CHECKPOINTS / config.run_id
+
+
+def clear(where: Path | None) -> None:
+    """Delete a run's checkpoints (it finished)."""
+    if where is not None and where.is_dir():
+        for p in where.glob("*.pt"):
+            p.unlink(missing_ok=True)
+        try:
+            where.rmdir()
+        except OSError:
+            pass
 
 
 def latest(where: Path | None, up_to: int) -> Path | None:
@@ -60,8 +80,9 @@ def save(state, where: Path) -> None:
     atomic_write(where / f"{state.step}.pt", lambda f: torch.save(snapshot, f))
 
 
-def restore(state, path: Path) -> None:
-    """Put a snapshot's training state into ``state`` (prepared: data, model, optimizer, schedule)."""
+def restore(state, path: Path, resumed: bool = False) -> None:
+    """Put a snapshot's training state into ``state`` (prepared: data, model, optimizer, schedule);
+    ``resumed``: the run's own checkpoint (``metrics.resumed_from_step``), not a shorter run's."""
     snapshot = torch.load(path, map_location=state.device, weights_only=False)
     state.model.load_state_dict(snapshot["model"])
     state.optimizer.load_state_dict(snapshot["optimizer"])
@@ -76,7 +97,10 @@ def restore(state, path: Path) -> None:
     state.evals_without_gain, state.loss_value = snapshot["evals_without_gain"], snapshot["loss_value"]
     state.losses = [torch.tensor(x, device=state.device) for x in snapshot["losses"]]
     state.step = step
-    state.metrics.update(branched_from=snapshot["run_id"], branched_from_step=step)
+    if resumed:
+        state.metrics.update(resumed_from_step=step)
+    else:
+        state.metrics.update(branched_from=snapshot["run_id"], branched_from_step=step)
 
 
 def consumed(path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import sys
 import time
 import types
@@ -36,6 +37,25 @@ class Diverged(RuntimeError):
     pass
 
 
+class SegmentEnded(RuntimeError):
+    """The segment's deadline passed mid-run: its checkpoint is kept and the next invocation resumes it."""
+
+
+# A run saves its whole training state every CHECKPOINT_S seconds (and when the segment it runs in
+# ends), so that a run longer than a segment continues in the next one (``$EVALSUITE_CHECKPOINT_S``).
+CHECKPOINT_S = 600.0
+
+
+def checkpoint_every() -> float:
+    return float(os.environ.get("EVALSUITE_CHECKPOINT_S") or CHECKPOINT_S)
+
+
+def segment_deadline() -> float | None:
+    """The wall-clock time (``time.time()``) the driver's segment ends (``$EVALSUITE_DEADLINE``), if any."""
+    value = os.environ.get("EVALSUITE_DEADLINE")
+    return float(value) if value else None
+
+
 @dataclass
 class Trained:
     """What training returns: the record, and for a finished run the model (best checkpoint) and
@@ -60,9 +80,12 @@ UNDERTRAINED_WINDOW = 0.25
 UNDERTRAINED_GAIN = 0.01
 
 
-def convergence(history: list[dict], budget_steps: int, target: float) -> dict:
-    """``{"stopped": "target" | "budget" | "patience", "undertrained": bool, "last_quarter_gain": float}``
-    from a run's validation history (``step``, ``val_accuracy``), by the rule above."""
+def convergence(history: list[dict], budget_steps: int, target: float, plateau: bool = False) -> dict:
+    """``{"stopped": "target" | "budget" | "patience" | "plateau", "undertrained": bool,
+    "last_quarter_gain": float}`` from a run's validation history (``step``, ``val_accuracy``), by
+    the rule above (``plateau``: it stopped on a plateau, ``TrainConfig.plateau_window``)."""
+    if plateau:
+        return {"stopped": "plateau", "undertrained": False, "last_quarter_gain": 0.0}
     if not history:
         return {"stopped": "budget", "undertrained": True, "last_quarter_gain": math.nan}
     last = history[-1]
@@ -249,6 +272,14 @@ class TrainingState:
         self.branched = branch.latest(self.branches, self.branch_step or 0)
         if self.branched is not None:
             branch.restore(self, self.branched)
+        # this very run may have been stopped mid-way (a segment's end): its own checkpoint goes further
+        self.checkpoints = branch.checkpoint_folder(cache_dir, self.config)
+        own = branch.latest(self.checkpoints, self.total_steps)
+        if own is not None and int(own.stem) > self.step:
+            branch.restore(self, own, resumed=True)
+        self.next_checkpoint = time.monotonic() + checkpoint_every()
+        self.deadline = segment_deadline()
+        self.plateau = False
         self.start_step = self.step
         self.model.train()
         self.train_start = time.perf_counter()
@@ -273,6 +304,7 @@ class TrainingState:
             self.resample()  # between steps: never inside a sequence
         if self.step % self.train.eval_every and self.step != self.total_steps:
             self.save_branch()
+            self.save_checkpoint()
             return
         bad = first_non_finite(self.losses)  # the loop's one read of the losses
         if bad is not None:
@@ -291,10 +323,35 @@ class TrainingState:
             self.evals_without_gain = 0
         else:
             self.evals_without_gain += 1
+        self.plateau = self.plateaued()
         self.finished = (self.step >= self.total_steps
                          or (self.train.stop_at_target and val["accuracy"] >= self.train.target_accuracy)
-                         or bool(self.train.patience and self.evals_without_gain >= self.train.patience))
+                         or bool(self.train.patience and self.evals_without_gain >= self.train.patience)
+                         or self.plateau)
         self.save_branch()
+        self.save_checkpoint()
+
+    def plateaued(self) -> bool:
+        """No validation gain of ``plateau_gain`` over the last ``plateau_window`` passes, at or above
+        ``plateau_above`` (``TrainConfig``)."""
+        w, t = self.train.plateau_window, self.train
+        if not w or len(self.history) <= w:
+            return False
+        accs = [h["val_accuracy"] for h in self.history]
+        return max(accs) >= t.plateau_above and max(accs[-w:]) - max(accs[:-w]) < t.plateau_gain
+
+    def save_checkpoint(self) -> None:
+        """Every ``checkpoint_every()`` seconds, and when the segment's deadline has passed (then
+        raising ``SegmentEnded``), save this run's whole training state, so that it resumes there."""
+        if self.checkpoints is None or self.finished:
+            return
+        now, late = time.monotonic(), self.deadline is not None and time.time() >= self.deadline
+        if now >= self.next_checkpoint or late:
+            branch.save(self, self.checkpoints)
+            self.next_checkpoint = now + checkpoint_every()
+        if late:
+            raise SegmentEnded(f"the segment ended at step {self.step:,} of {self.total_steps:,}; its checkpoint is kept "
+                               "and the next invocation resumes it")
 
     def save_branch(self) -> None:
         """At the branch point, save the state a longer run of this trajectory would reach here."""
@@ -350,6 +407,8 @@ class TrainingState:
         for i, eval_set in enumerate(self.eval_sets):
             ev = evaluate(model, eval_set, self.device, train.precision, slice_keys=self.slice_keys, task=self.grader)
             self.metrics[f"eval_{i}_accuracy"] = ev["accuracy"]
+            # each test length or pair count has its own floor (a mixed-D run is read at each D)
+            self.metrics[f"eval_{i}_floor"] = readers.floor(self.tasks[0], eval_set, self.data["train"])[0]
             slices.extend({"split": f"eval_{i}", **s} for s in self.slice_floors(
                 ev.get("slices") or [{"accuracy": ev["accuracy"], "graded": ev["graded"]}], eval_set))
         head_task = self.tasks[0]
@@ -365,7 +424,8 @@ class TrainingState:
             context_chance=head_task.context_chance(data["test"]), chance_rule=head_task.chance_rule,
             floor=floor, floor_reader=reader,
             val_accuracy=self.best["accuracy"], best_step=self.best["step"], steps=step, budget_steps=self.total_steps,
-            **convergence(self.history, self.total_steps, train.target_accuracy if train.stop_at_target else math.inf),
+            **convergence(self.history, self.total_steps, train.target_accuracy if train.stop_at_target else math.inf,
+                          plateau=self.plateau),
             train_loss=self.loss_value,
             train_time_s=train_time, steps_per_s=(step - self.start_step) / max(train_time, 1e-9), slices=slices,
             time_eval_s=self.eval_time, time_steps_s=train_time - self.eval_time, time_test_s=test_time,
@@ -374,10 +434,13 @@ class TrainingState:
         self.status, self.finished = Status.DONE, True
         if self.branched is not None:
             branch.consumed(self.branched)
+        branch.clear(self.checkpoints)  # finished: nothing to resume
         self.release()
 
     def fail(self, exc: Exception) -> None:
-        if isinstance(exc, Diverged):
+        if isinstance(exc, SegmentEnded):
+            self.status, self.error = Status.INTERRUPTED, str(exc)
+        elif isinstance(exc, Diverged):
             self.status, self.error = Status.DIVERGED, str(exc)
         else:
             self.status, self.error = Status.FAILED, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"

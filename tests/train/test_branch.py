@@ -73,3 +73,68 @@ def test_stop_at_target_false_trains_the_whole_budget_and_keeps_the_latest_best(
     best = max(h["val_accuracy"] for h in whole.history)
     assert whole.metrics["best_step"] == max(h["step"] for h in whole.history if h["val_accuracy"] == best)
     assert config().run_id == config(**{"train.stop_at_target": True}).run_id != on.run_id
+
+
+def test_a_rung_continues_its_run_from_the_store_after_the_cache_is_deleted(tmp_path):
+    """The 1x run's snapshot is kept in the store (``evalsuite.snapshots``): with the cache folder
+    deleted (a fresh checkout, another machine) the 4x rung still starts from it, and equals the
+    same run trained from scratch; the store drops the snapshot once the rung used it."""
+    import shutil
+
+    from evalsuite.pipeline import run_one
+    from evalsuite.store import Store
+
+    store = Store(tmp_path / "s" / "evalsuite.db")
+    base = run_one(config(), device="cpu", store=store)
+    with store.connect(create=False) as conn:
+        assert conn.execute("SELECT kind, step FROM snapshots").fetchall() == [("branch", 26)]
+    shutil.rmtree(store.cache_dir)
+    longer = config(**{"train.epochs": 16})
+    rung = run_one(longer, device="cpu", store=store)
+    scratch = train_one(longer, CPU).record
+    assert rung.metrics["branched_from"] == base.run_id and rung.metrics["branched_from_step"] == 26
+    assert_same_record(rung, scratch)
+    with store.connect(create=False) as conn:
+        assert [r for r in conn.execute("SELECT kind, step FROM snapshots") if r[0] == "branch" and r[1] == 26] == []
+
+
+def test_a_run_stopped_at_its_segments_end_resumes_from_its_checkpoint_and_equals_one_run(tmp_path, monkeypatch):
+    """A segment that ends inside a run: the run saves its state and is recorded interrupted; the
+    next invocation resumes it from there (``resumed_from_step``) and it ends as the run trained in
+    one go (a 16x rung longer than a segment runs in pieces)."""
+    import time
+
+    from evalsuite.records import Status
+    from evalsuite.train import loop
+
+    c = config(**{"train.epochs": 6})
+    whole = train_one(c, CPU).record
+    calls = {"n": 0}
+    real = loop.TrainingState.save_checkpoint
+
+    def ends_at_step_20(self):
+        if self.step == 20 and not calls["n"]:
+            calls["n"] += 1
+            monkeypatch.setenv("EVALSUITE_DEADLINE", str(time.time() - 1))
+            self.deadline = loop.segment_deadline()
+        return real(self)
+    monkeypatch.setattr(loop.TrainingState, "save_checkpoint", ends_at_step_20)
+    first = train_one(c, CPU, cache_dir=tmp_path).record
+    assert first.status is Status.INTERRUPTED and "segment ended at step 20" in first.error
+    monkeypatch.delenv("EVALSUITE_DEADLINE")
+    resumed = train_one(c, CPU, cache_dir=tmp_path).record
+    assert resumed.metrics["resumed_from_step"] == 20
+    assert_same_record(resumed, whole)
+    assert not list((tmp_path / branch.CHECKPOINTS).rglob("*.pt"))  # finished: nothing left to resume
+
+
+def test_a_plateaued_run_stops_and_one_at_its_floor_trains_on():
+    """``plateau_window`` passes without a validation gain of ``plateau_gain`` stop a run that
+    stands at ``plateau_above`` or more; below it the run trains its whole budget."""
+    flat = {"train.plateau_window": 2, "train.plateau_gain": 1.0, "train.epochs": 8}  # no gain is ever enough
+    stopped = train_one(config(**flat), CPU).record
+    assert stopped.metrics["stopped"] == "plateau" and stopped.metrics["steps"] == 9  # passes at 3, 6, 9
+    assert stopped.metrics["undertrained"] is False
+    on = train_one(config(**{**flat, "train.plateau_above": 1.0}), CPU).record
+    assert on.metrics["stopped"] == "budget" and on.metrics["steps"] == 64
+    assert config(**flat).run_id != config().run_id and "plateau_window" not in config().as_dict()["train"]

@@ -154,3 +154,17 @@ def test_the_gathered_loss_equals_the_masked_loss():
     for a, b in zip(ga, gb):
         if a is not None:
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
+
+def test_a_mixed_d_run_reports_accuracy_and_floor_at_each_d():
+    """One run trained on a mixture of pair counts is read at each D (``task.eval_segments``): an
+    accuracy and a floor for every D, each floor its own (fewer pairs, a higher floor)."""
+    from evalsuite.resolve import resolve
+    from evalsuite.train import train_one
+
+    Ds = [2, 4, 8]
+    seg = [{"num_kv_pairs": D, "seq_len": 4 * D} for D in Ds]
+    c = resolve("recall", "linear", preset="tiny", overrides={"task.segments": seg, "task.eval_segments": seg})
+    r = train_one(c, torch.device("cpu")).record
+    accs = [r.metrics[f"eval_{i}_accuracy"] for i in range(len(Ds))]
+    floors = [r.metrics[f"eval_{i}_floor"] for i in range(len(Ds))]
+    assert all(0 <= a <= 1 for a in accs) and floors == sorted(floors, reverse=True) and floors[0] > floors[-1]
