@@ -56,6 +56,8 @@ class TrainConfig(Params):
                                 "that keeps a run training")
     plateau_above: float = Field(0.0, ge=0, le=1, description="a plateau stops a run only at or above this validation "
                                  "accuracy (one at its floor may still be about to jump)")
+    plateau_after: int = Field(0, ge=0, description="no plateau stop before this step (a rung of the ladder: the steps it "
+                               "shares with the rung below it, so that continuing that rung equals training afresh)")
     target_accuracy: float = Field(TARGET_ACCURACY, gt=0, le=1, description="stop once validation accuracy reaches this (Zoology: 0.99)")
     stop_at_target: bool = Field(True, description="stop at target_accuracy; false trains the whole budget and keeps the "
                                  "latest of the checkpoints that validate best (length extrapolation: a model stopped "
@@ -65,7 +67,8 @@ class TrainConfig(Params):
     compile: bool = Field(False, description="train through torch.compile (opt in); falls back to eager with a warning "
                           "where no compiler works; the first step's time, compilation included, is compile_time_s")
 
-    LATE_FIELDS = frozenset({"compile", "warmup_steps", "stop_at_target", "plateau_window", "plateau_gain", "plateau_above"})
+    LATE_FIELDS = frozenset({"compile", "warmup_steps", "stop_at_target", "plateau_window", "plateau_gain", "plateau_above",
+                             "plateau_after"})
 
     def warmup(self, total_steps: int) -> int:
         """Warm-up steps of a run of ``total_steps``."""
@@ -182,10 +185,11 @@ class RunConfig:
                    data["seed"], dict(data.get("plugins") or {}))
 
     def replace(self, *, lr: float | None = None, epochs: float | None = None, seed: int | None = None,
-                warmup_steps: int | None = None) -> "RunConfig":
-        """The same run at another rate, budget, warm-up or seed (what ``reproduce`` escalates to;
-        ``protocol.setting_key`` is what it keeps)."""
-        train = {**self.train.model_dump(), **({"lr": lr} if lr is not None else {}),
+                warmup_steps: int | None = None, **train) -> "RunConfig":
+        """The same run at another rate, budget, warm-up or seed, or with other settings the
+        escalation sets (``protocol.ESCALATED``: a rung's plateau stop); ``protocol.setting_key`` is
+        what it keeps."""
+        train = {**self.train.model_dump(), **train, **({"lr": lr} if lr is not None else {}),
                  **({"epochs": float(epochs)} if epochs is not None else {}),
                  **({"warmup_steps": warmup_steps} if warmup_steps is not None else {})}
         return dataclasses.replace(self, train=TrainConfig(**train), seed=self.seed if seed is None else seed)

@@ -66,9 +66,8 @@ def grid(runs: Iterable[RunRecord]) -> list[float]:
     return _vote(list(runs))[1]
 
 
-def best_rate(runs: Iterable[RunRecord]) -> float | None:
-    """The rate of ``grid`` with the best mean validation accuracy over the voters (ties: the
-    smaller rate); None when no done run has a validation accuracy."""
+def rate_means(runs: Iterable[RunRecord]) -> dict[float, float]:
+    """Each rate of ``grid`` -> the mean validation accuracy of the voters' runs at it."""
     runs = list(runs)
     (chosen_by, rates), members = _vote(runs), by_rate(runs)
     means = {}
@@ -76,7 +75,20 @@ def best_rate(runs: Iterable[RunRecord]) -> float | None:
         values = _values([r for r in members[lr] if r.seed in chosen_by], SELECT_RATE_BY)
         if values:
             means[lr] = statistics.fmean(values)
-    return max(means, key=lambda lr: (means[lr], -lr)) if means else None
+    return means
+
+
+def ranked_rates(runs: Iterable[RunRecord]) -> list[float]:
+    """The rates of ``grid``, best mean validation accuracy first (ties: the smaller rate)."""
+    means = rate_means(runs)
+    return sorted(means, key=lambda lr: (-means[lr], lr))
+
+
+def best_rate(runs: Iterable[RunRecord]) -> float | None:
+    """The rate of ``grid`` with the best mean validation accuracy over the voters (ties: the
+    smaller rate); None when no done run has a validation accuracy."""
+    ranked = ranked_rates(runs)
+    return ranked[0] if ranked else None
 
 
 def at_best_rate(runs: Iterable[RunRecord]) -> tuple[float | None, list[RunRecord]]:

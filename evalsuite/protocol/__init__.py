@@ -43,7 +43,7 @@ PLATEAU_ABOVE = 0.5
 
 # what the escalation changes: the runs of one sweep point at every seed, rate, budget and warm-up
 ESCALATED = (("seed",), ("train", "lr"), ("train", "epochs"), ("train", "warmup_steps"), ("train", "plateau_window"),
-             ("train", "plateau_gain"), ("train", "plateau_above"))
+             ("train", "plateau_gain"), ("train", "plateau_above"), ("train", "plateau_after"))
 
 
 def canonical_json(config: dict) -> str:

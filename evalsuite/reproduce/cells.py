@@ -25,7 +25,7 @@ from typing import Any
 from evalsuite import selection
 from evalsuite.records import RunRecord, floor_of
 
-from evalsuite.protocol import BUDGET_FACTOR, CEILING, LEARNED_FRACTION, MAX_SEEDS, MIN_SEEDS, settled
+from evalsuite.protocol import CEILING, LADDER, LEARNED_FRACTION, MAX_SEEDS, MIN_SEEDS, RATE_TIE, settled
 
 
 def get(config: dict, path: str) -> Any:
@@ -142,47 +142,96 @@ class Cell:
     @property
     def floor(self) -> float:
         """The mean over the best runs of each run's floor (``records.floor_of``: the best reader with
-        no memory of what the task tests)."""
-        xs = [f for r in self.best_runs if (f := floor_of(r.metrics)) is not None]
+        no memory of what the task tests); for a figure read on an eval segment (one D of a mixed-D
+        run, a longer test length), that segment's own floor where the run recorded it."""
+        own = self.metric[:-len("accuracy")] + "floor" if self.metric.startswith("eval_") else None
+        xs = [f for r in self.best_runs
+              if (f := (r.metrics.get(own) if own and isinstance(r.metrics.get(own), float) else floor_of(r.metrics)))
+              is not None]
         return _mean(xs) if xs else 0.0
 
     @property
     def state(self) -> float:
         return _mean(self._metric("state_size"))
 
-    # --- 4x the budget ------------------------------------------------------------------------
+    # --- the ladder: 4x, 16x ... the base budget ---------------------------------------------------
     @property
     def long_rates(self) -> list[float]:
-        """The peak rates a 4x rerun is tried at: the chosen one and half of it (a longer schedule
-        may want a lower peak)."""
+        """The rates the cell climbs at: its chosen one, and the runner-up where their validation
+        figures are within ``RATE_TIE`` (a choice that noise could turn is made at a higher rung)."""
         if self.best_lr is None:
             return []
-        return [self.best_lr, float(f"{self.best_lr / 2:.3g}")]
+        means = selection.rate_means(self._at())
+        ranked = selection.ranked_rates(self._at())
+        out = [self.best_lr]
+        if len(ranked) > 1 and means[ranked[0]] - means[ranked[1]] <= RATE_TIE:
+            out.append(ranked[1])
+        return out
 
-    def _long(self, lr: float | None = None) -> list[RunRecord]:
+    def rung_epochs(self, k: int) -> float:
+        return LADDER[k] * self.base_epochs
+
+    def _rung(self, k: int, lr: float | None = None) -> list[RunRecord]:
+        """The runs at rung ``k`` (``LADDER``) at ``lr``, or at any of the rates the cell climbs at."""
         if not self.runs:
             return []
-        long = self._at(epochs=BUDGET_FACTOR * self.base_epochs)
-        return [r for r in long if any(math.isclose(r.lr, x) for x in ([lr] if lr is not None else self.long_rates))]
+        rates = [lr] if lr is not None else self.long_rates
+        return [r for r in self._at(epochs=self.rung_epochs(k)) if any(math.isclose(r.lr, x) for x in rates)]
+
+    def _long(self, lr: float | None = None) -> list[RunRecord]:
+        return self._rung(1, lr)
+
+    def rung_lr(self, k: int) -> float | None:
+        """Of the rates the cell climbs at, the one whose runs at rung ``k`` validate best over the
+        reported seeds (the base rung's: the chosen rate)."""
+        if k == 0:
+            return self.best_lr
+        seeds = set(self.seeds)
+        return selection.best_rate([r for r in self._rung(k) if r.seed in seeds])
+
+    def rung_runs(self, k: int) -> list[RunRecord]:
+        """The reported seeds' runs at rung ``k`` at ``rung_lr(k)``, seeds ascending."""
+        if k == 0:
+            return self.best_runs
+        lr, seeds = self.rung_lr(k), set(self.seeds)
+        return [] if lr is None else sorted((r for r in self._rung(k, lr) if r.seed in seeds), key=lambda r: r.seed)
+
+    def on_every_seed(self, k: int) -> bool:
+        """Rung ``k`` holds a run of every reported seed at every rate the cell climbs at."""
+        if not self.seeds:
+            return False
+        if k == 0:
+            return True
+        return all({r.seed for r in self._rung(k, lr)} >= set(self.seeds) for lr in self.long_rates)
 
     @property
+    def top_rung(self) -> int:
+        """The highest rung every reported seed reached (0: the base budget)."""
+        return max([k for k in range(len(LADDER)) if k == 0 or self.on_every_seed(k)], default=0)
+
+    def rung_acc(self, k: int) -> float | None:
+        """The mean figure at rung ``k`` (None where no reported seed reached it)."""
+        runs = [r for r in self.rung_runs(k) if self.metric in r.metrics]
+        return _mean([r.metrics[self.metric] for r in runs]) if runs else None
+
+    def gains_at(self, k: int) -> dict[int, float]:
+        """Seed -> its figure at rung ``k`` minus its figure at rung ``k - 1``."""
+        m = self.metric
+        below = {r.seed: r.metrics[m] for r in self.rung_runs(k - 1) if m in r.metrics}
+        return {r.seed: r.metrics[m] - below[r.seed] for r in self.rung_runs(k) if r.seed in below and m in r.metrics}
+
+    # the first rung above the base, by the names verdicts read
+    @property
     def long_lr(self) -> float | None:
-        """Of the two 4x rates, the one whose 4x runs validate best over the reported seeds."""
-        seeds = set(self.seeds)
-        return selection.best_rate([r for r in self._long() if r.seed in seeds])
+        return self.rung_lr(1)
 
     @property
     def long_runs(self) -> list[RunRecord]:
-        """The 4x runs at ``long_lr`` of the reported seeds, seeds ascending."""
-        lr, seeds = self.long_lr, set(self.seeds)
-        return [] if lr is None else sorted((r for r in self._long(lr) if r.seed in seeds), key=lambda r: r.seed)
+        return self.rung_runs(1)
 
     @property
     def gains(self) -> dict[int, float]:
-        """Seed -> its 4x accuracy minus its base accuracy, at ``long_lr``."""
-        m = self.metric
-        base = {r.seed: r.metrics[m] for r in self.best_runs if m in r.metrics}
-        return {r.seed: r.metrics[m] - base[r.seed] for r in self.long_runs if r.seed in base and m in r.metrics}
+        return self.gains_at(1)
 
     @property
     def gain_4x(self) -> float | None:
@@ -192,9 +241,8 @@ class Cell:
 
     @property
     def long_acc(self) -> float | None:
-        """Mean test accuracy of the 4x runs at ``long_lr`` (None without one)."""
-        long = self.long_runs
-        return _mean([r.metrics[self.metric] for r in long if self.metric in r.metrics]) if long else None
+        """Mean figure of the first rung above the base (None without one)."""
+        return self.rung_acc(1)
 
     # --- judgements -----------------------------------------------------------------------------
     @property
@@ -240,13 +288,17 @@ class Cell:
         return settled.unsettled(self)
 
     @property
+    def settled_rung(self) -> int:
+        """The rung whose figure a verdict cites: the one where the settledness rule settled the
+        cell (its next rung moved no seed), or the first whose every seed reached the ceiling; the
+        base where the cell is not settled yet."""
+        return settled.settled_rung(self)
+
+    @property
     def final_acc(self) -> float:
-        """The figure a comparison reads: the 4x figure where 4x the budget took every seed to the
-        ceiling (the base figure was not the model's limit), else the base figure."""
-        long = self.long_runs
-        if long and len(long) == len(self.seeds) and all(r.metrics.get(self.metric, 0.0) >= CEILING for r in long):
-            return self.long_acc
-        return self.acc
+        """The figure a comparison reads: the figure at ``settled_rung``."""
+        acc = self.rung_acc(self.settled_rung)
+        return self.acc if acc is None else acc
 
     @property
     def stable(self) -> bool:
@@ -259,9 +311,9 @@ class Cell:
         return self.stable and not self.learned
 
     def settled_below(self, level: float) -> bool:
-        """A shortfall that passes the settledness rule: below ``level``, and so is its 4x figure."""
-        long = self.long_acc
-        return self.stable and self.acc < level and (long is None or long < level)
+        """A shortfall that passes the settledness rule: below ``level`` at every rung it reached."""
+        accs = [a for k in range(self.top_rung + 1) if (a := self.rung_acc(k)) is not None]
+        return self.stable and bool(accs) and all(a < level for a in accs)
 
     def floor_reader(self) -> str:
         names = sorted({r.metrics.get("floor_reader") or "chance rule" for r in self.best_runs})
@@ -276,10 +328,11 @@ class Cell:
                 + f" (floor {self.floor:.3f}, {self.floor_reader()}; lr {'none' if lr is None else f'{lr:g}'} of "
                 + "[" + ", ".join(f"{lr:g}" for lr in self.rates) + "] chosen by validation on seed "
                 + ", ".join(map(str, voters)) + f", {self.base_epochs:g} epochs")
-        gains = self.gains
-        if gains:
-            text += (f"; at {BUDGET_FACTOR}x the budget (lr {self.long_lr:g}) {self.long_acc:.3f}, per seed "
-                     + ", ".join(f"{g:+.3f}" for _, g in sorted(gains.items())))
+        for k in range(1, len(LADDER)):
+            gains = self.gains_at(k)
+            if gains:
+                text += (f"; at {LADDER[k]}x the budget (lr {self.rung_lr(k):g}) {self.rung_acc(k):.3f}, per seed "
+                         + ", ".join(f"{g:+.3f}" for _, g in sorted(gains.items())))
         under = sum(bool(r.metrics.get("undertrained")) for r in self.best_runs)
         if under:
             text += f"; {under} undertrained"

@@ -15,11 +15,10 @@ from dataclasses import dataclass
 from evalsuite.protocol import setting_key
 from evalsuite.records import Status
 
-from .escalation import next_configs
 from .experiment import CONTROL, TEST, Experiment
 from .probes import _full, _probed, probe_name
 from . import argmax
-from .runner import split_probes, stored_runs
+from .runner import escalation_configs, split_probes, stored_runs
 
 
 @dataclass
@@ -65,7 +64,9 @@ def plan(experiments: list[Experiment], scale: str, store) -> tuple[list[Planned
             out[p.run_id] = Planned(exp.name, p.run_id, config,
                                     f"sweep point of {labels.get(setting_key(config), 'the design')}")
         waiting = 0
-        cells = exp.cells(exp.members(runs, scale), scale, roles=(TEST, CONTROL))
+        runs_of_exp = exp.members(runs, scale)
+        probes = store.probes() if store.path.exists() else None
+        cells = exp.cells(runs_of_exp, scale, roles=(TEST, CONTROL))
         for spec_ in design.cells:
             cell = cells.get(spec_.key)
             if cell is None:
@@ -74,14 +75,13 @@ def plan(experiments: list[Experiment], scale: str, store) -> tuple[list[Planned
                 waiting += 1
                 continue
             reason = "; ".join(cell.unsettled()) or "to settle it"
-            for config in next_configs(cell):
+            for config in escalation_configs(exp, runs_of_exp, probes, scale, cell):
                 if config.run_id not in out and config.run_id not in done:
                     out[config.run_id] = Planned(exp.name, config.run_id, config.as_dict(),
                                                  f"escalation of {cell.label}: {reason}")
         if waiting:
             notes.append(f"{exp.name}: {waiting} cell(s) escalate once their sweep points above finish "
                          "(the runs they need depend on the rates those points choose)")
-        probes = store.probes() if store.path.exists() else None
         schlag, top1 = split_probes(exp.probes.get(scale, []))
         if top1:
             todo = argmax.pending(top1, probes)

@@ -17,7 +17,8 @@ from typing import Callable
 
 from evalsuite.records import RunRecord, Verdict
 
-from .escalation import next_configs
+from .decisive import decisive
+from .escalation import next_changes, next_configs
 from .experiment import Experiment
 from . import argmax
 from .probes import run_probes
@@ -40,6 +41,15 @@ def experiment_runs(exp: Experiment, scale: str, store, runs: list[RunRecord] | 
     """The experiment's stored runs (``Experiment.members`` of what the store holds; ``runs``: the
     store's runs when the caller read them already)."""
     return exp.members(stored_runs(store) if runs is None else runs, scale)
+
+
+def escalation_configs(exp: Experiment, runs: list[RunRecord], probes, scale: str, cell) -> list:
+    """What the escalation runs next for ``cell`` (``next_configs``): past the first rung of the
+    ladder only where a clause's outcome depends on the cell (``decisive``)."""
+    configs = next_configs(cell, climb=False)
+    if not configs and next_changes(cell, climb=True) and decisive(exp, runs, probes, scale, cell):
+        configs = next_configs(cell, climb=True)
+    return configs
 
 
 def _record(store, name: str, points: list) -> None:
@@ -104,10 +114,12 @@ def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, 
         todo: dict[str, Point] = {}
         listed: dict[frozenset, str] = {}  # run ids -> the experiment whose listing named them
         stored = stored_runs(store)
+        probes = store.probes()
         for exp in experiments:
             mine, why = [], []
-            for cell in exp.judged_cells(experiment_runs(exp, scale, store, stored), scale):
-                configs = next_configs(cell)
+            own = experiment_runs(exp, scale, store, stored)
+            for cell in exp.judged_cells(own, scale):
+                configs = escalation_configs(exp, own, probes, scale, cell)
                 if configs:
                     mine += [Point({"seed": c.seed, "lr": c.train.lr, "epochs": c.train.epochs}, c) for c in configs]
                     why.append(f"{cell.label} ({cell.status_word()})")

@@ -33,7 +33,10 @@ def trajectory(config: RunConfig, total_steps: int) -> str:
     """What a run's steps up to its branch point depend on: everything but the budget and how the
     schedule ends (the warm-up enters as the number of steps it takes)."""
     data = config.as_dict()
-    train = {k: v for k, v in data["train"].items() if k not in ("epochs", "warmup_frac", "warmup_steps", "decay_frac")}
+    # plateau stops act only after ``plateau_after`` (past the shorter run's branch point): not on the shared steps
+    train = {k: v for k, v in data["train"].items() if k not in ("epochs", "warmup_frac", "warmup_steps", "decay_frac",
+                                                                   "plateau_window", "plateau_gain", "plateau_above",
+                                                                   "plateau_after")}
     return run_id({**data, "train": {**train, "warmup": config.train.warmup(total_steps)}})
 
 

@@ -335,7 +335,7 @@ class TrainingState:
         """No validation gain of ``plateau_gain`` over the last ``plateau_window`` passes, at or above
         ``plateau_above`` (``TrainConfig``)."""
         w, t = self.train.plateau_window, self.train
-        if not w or len(self.history) <= w:
+        if not w or len(self.history) <= w or self.step <= t.plateau_after:
             return False
         accs = [h["val_accuracy"] for h in self.history]
         return max(accs) >= t.plateau_above and max(accs[-w:]) - max(accs[:-w]) < t.plateau_gain

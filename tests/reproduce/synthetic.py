@@ -30,12 +30,13 @@ def rep_get(name: str):
 
 def cell(model, acc, *, task="recall", d_model=64, seq_len=64, pairs=16, settled=True, long=None, gain=0.0, spread=0.0,
          fmap=None, loss=None, state=8000, analysis=None, seeds=(1, 2, 3), long_seeds=None, long_undertrained=False,
-         seed_accs=None, epochs=3.0, **model_cfg):
+         seed_accs=None, epochs=3.0, gain16=None, **model_cfg):
     """Runs of one configuration as the store would hold them under the reproduction's method:
     three rates on seed 0 (the middle one best by validation), the reported seeds 1-3 at that
     rate (``acc`` -+ ``spread``, or ``seed_accs``), and, when below the ceiling (or ``long``), reruns
     at 4x the budget on ``long_seeds`` (default: every reported seed) at the chosen rate and half of
-    it, the chosen rate gaining ``gain`` and validating best; ``epochs``: the base budget.
+    it, the chosen rate gaining ``gain`` and validating best; ``gain16``: a 16x rung too, on the
+    same seeds at the chosen rate, ``gain16`` above the 4x figure; ``epochs``: the base budget.
     ``settled=False``: one rate, one seed."""
     fmap = fmap or ("elu1" if model in ("linear", "hybrid") else None)
     floor = FLOORS[task] or 1 / pairs
@@ -67,6 +68,9 @@ def cell(model, acc, *, task="recall", d_model=64, seq_len=64, pairs=16, settled
             a = min(1.0, max(0.0, by_seed[s] + gain))
             runs.append(one(a, BEST, s, epochs=4 * base_epochs, val=a, undertrained=long_undertrained))
             runs.append(one(max(a - 0.05, 0.0), BEST / 2, s, epochs=4 * base_epochs, val=max(a - 0.05, 0.0)))
+            if gain16 is not None:
+                b = min(1.0, max(0.0, a + gain16))
+                runs.append(one(b, BEST, s, epochs=16 * base_epochs, val=b))
     return runs
 
 

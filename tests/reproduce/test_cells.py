@@ -37,13 +37,12 @@ def test_escalation_order_edge_then_seeds_then_4x_on_every_seed():
     # seed 0 chose the rate: three other seeds are reported
     assert next_changes(Cell.of(cell("linear", 0.07, long=False)[:3], "x", {"model.name": "linear"})) == [
         {"seed": 1}, {"seed": 2}, {"seed": 3}]
-    # then 4x on every reported seed, at the chosen rate and half of it
-    assert next_changes(lin(0.07, long=False)) == [{"seed": s, "lr": lr, "epochs": 12.0}
-                                                    for s in (1, 2, 3) for lr in (BEST, BEST / 2)]
+    # then the first rung (4x) on every reported seed, at the chosen rate (its runner-up is 0.02 behind)
+    assert next_changes(lin(0.07, long=False)) == [{"seed": s, "lr": BEST, "epochs": 12.0, "rung": 1} for s in (1, 2, 3)]
     settled = lin(0.07)
     assert settled.settled and not next_changes(settled) and settled.unsettled() == []
     short = lin(0.9, long=False)  # learned, but below the ceiling: a shortfall is settled too
-    assert short.learned and len(next_changes(short)) == 6
+    assert short.learned and len(next_changes(short)) == 3  # the chosen rate on each reported seed
     assert lin(0.97, long=False).stable and not next_changes(lin(0.97, long=False))  # at the ceiling: no 4x
 
 
@@ -67,11 +66,19 @@ def test_a_negative_gain_within_the_margin_is_settled_and_one_beyond_it_is_not()
     assert not lin(0.5, gain=-0.2).stable
 
 
-def test_one_4x_rate_only_is_unsettled():
-    runs = [r for r in cell("linear", 0.07) if not (r.config["train"]["epochs"] == 12.0 and r.lr != BEST)]
+def test_a_runner_up_rate_within_the_tie_climbs_too_and_no_other_does():
+    """The rate choice cannot turn on noise: where the runner-up's validation is within RATE_TIE
+    of the best, both climb the ladder (a cell with 4x runs at the chosen rate only is unsettled),
+    and each rung's figure is read at the rate that validates best there; the half rate, which
+    the earlier protocol always reran, is not asked for."""
+    runs = [r.model_copy(deep=True) for r in cell("linear", 0.07)]
+    assert Cell.of(runs, "x", {"model.name": "linear"}).settled  # runner-up 0.02 behind: the chosen rate alone
+    for r in runs:
+        if r.seed == 0 and r.lr == 0.01:
+            r.metrics["val_accuracy"] = 0.065  # 0.005 behind the best
     c = Cell.of(runs, "x", {"model.name": "linear"})
-    assert not c.settled and "4x reruns at lr" in "; ".join(c.unsettled())
-    assert {x["lr"] for x in next_changes(c)} == {BEST / 2}
+    assert c.long_rates == [BEST, 0.01] and not c.settled and "4x reruns at lr 0.003, 0.01" in "; ".join(c.unsettled())
+    assert {(x["lr"], x["seed"]) for x in next_changes(c)} == {(0.01, s) for s in (1, 2, 3)}
 
 
 def test_disagreeing_seeds_ask_for_more_seeds_and_say_k_of_n():

@@ -447,15 +447,17 @@ def test_parity_control_that_learns_only_at_4x_reaches_the_level():
 
 
 def test_a_cell_that_no_added_run_settles_says_so():
-    """DeltaProduct's CPU store: n_h = 1 with [-1, 1] has every seed's 4x reruns and one seed
-    gained more than the margin, so its clause stays undecided whatever else runs; the verdict
-    says that beside the cells that `reproduce` can still settle."""
+    """DeltaProduct's CPU store: n_h = 1 with [-1, 1] has every seed's 4x and 16x reruns and the
+    16x moved seeds by more than the margin, so its clause stays undecided whatever else runs (the
+    ladder has no rung left); the verdict says that beside the cells that `reproduce` can still
+    settle."""
     from evalsuite.reproduce.verdict import STUCK
 
-    v = judge("deltaproduct-state-tracking", deltaproduct(1.0, 0.3, 0.18, 0.19, b={"gain": 0.09},
+    v = judge("deltaproduct-state-tracking", deltaproduct(1.0, 0.3, 0.18, 0.19, b={"gain": 0.09, "gain16": 0.09},
                                                           c={"long_seeds": (1,)}))
     assert v.status is Outcome.INCONCLUSIVE
     assert f"decides this figure ({STUCK})" in v.why and v.why.count(STUCK) == 1, v.why
+    assert "its 16x rerun gained" in v.why
     assert "(seed 2, 3 has none);" in v.why, v.why  # the cell reproduce can still settle carries no such remark
 
 
@@ -466,12 +468,12 @@ def test_where_no_cell_can_settle_the_verdict_says_so_once():
     wanted; it now says once, after the cells, that only another setting would settle them."""
     from evalsuite.reproduce.verdict import STUCK, STUCK_ALL
 
-    v = judge("deltaproduct-state-tracking", deltaproduct(1.0, 0.3, 0.18, 0.19, b={"gain": 0.09},
-                                                          d={"gain": 0.2}))
+    v = judge("deltaproduct-state-tracking", deltaproduct(1.0, 0.3, 0.18, 0.19, b={"gain": 0.09, "gain16": 0.09},
+                                                          d={"gain": 0.2, "gain16": 0.2}))
     assert v.status is Outcome.INCONCLUSIVE
     assert STUCK not in v.why and v.why.count(STUCK_ALL) == 1 and v.why.endswith(f"{STUCK_ALL})"), v.why
-    assert "S3, n_h=1, eigenvalues [-1, 1]: its 4x rerun gained" in v.why
-    assert "S3, n_h=2, eigenvalues [0, 1]: its 4x rerun gained" in v.why
+    assert "S3, n_h=1, eigenvalues [-1, 1]: its 16x rerun gained" in v.why
+    assert "S3, n_h=2, eigenvalues [0, 1]: its 16x rerun gained" in v.why
 
 
 def test_another_experiments_shorter_run_of_the_same_configuration_is_not_read():
@@ -556,7 +558,7 @@ def test_frontier_swa_waits_on_the_cheaper_windows_only():
     # window 16 settled below 0.9 at 3.2x the delta rule's 1,408 floats, window 24 reaches at 4.6x: a
     # window between them (4x is 5,632 floats) could reach at less than 4x, so 4x is not shown
     pytest.param([(0.01, 2432), (0.07, 4480), (0.95, 6528), (0.96, 8576)], None, None, id="gap-straddles-4x"),
-    pytest.param([(0.01, 2432), (0.07, 4480), (0.5, 6528), (0.96, 8576)], None, True, id="short-past-4x"),
+    pytest.param([(0.02, 2432), (0.07, 4480), (0.5, 6528), (0.96, 8576)], None, True, id="short-past-4x"),
     # a window reaches at 1,024 floats, 1.7x the delta rule's cheapest point, which reaches too: the
     # delta rule's own least state is not bounded from below, so "less than 2x" is not shown either
     pytest.param([(0.95, 1024), (0.97, 2048), (0.98, 3072), (0.99, 4096)], [(0.95, 600), (0.99, 1408), (0.99, 2200)],
