@@ -328,3 +328,4 @@ class Verdict(BaseModel):
     checks: dict[str, bool | None] = Field(default_factory=dict)
     why: str = ""
     cells: list[VerdictCell] = Field(default_factory=list)  # what the verdict read, for its figure
+    control: bool = False  # a positive control of the suite (what a working set-up shows), not a finding

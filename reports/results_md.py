@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from evalsuite.records import Verdict
 
+CONTROL = " (control)"
+
 
 def results_markdown(verdicts: list[Verdict], *, scale: str, command: str, shown: dict[str, str] | None = None,
                      shown_label: str = "", source: str = "the results store") -> str:
@@ -21,10 +23,13 @@ def results_markdown(verdicts: list[Verdict], *, scale: str, command: str, shown
              "Outcomes: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + ".", "",
              "| finding | outcome | clauses shown / contradicted / undecided |" + (f" {shown_label} |" if shown else ""),
              "|---|---|---|" + ("---|" if shown else "")]
-    lines += [f"| [{v.name}](#{v.name}) | {v.status.value} | {clause_counts(v)} |"
+    lines += [f"| [{v.name}](#{v.name}){CONTROL if v.control else ''} | {v.status.value} | {clause_counts(v)} |"
               + (f" {shown.get(v.name, 'n/a')} |" if shown else "") for v in verdicts]
+    if any(v.control for v in verdicts):
+        lines += ["", f"{CONTROL.strip()}: a positive control, what a working set-up must show; not a finding."]
     for v in verdicts:
-        lines += ["", f"## {v.name}", "", f"**{v.status.value}**: {v.finding} ({v.source})"]
+        lines += ["", f"## {v.name}", "", ("*A positive control, not a finding.* " if v.control else "")
+                  + f"**{v.status.value}**: {v.finding} ({v.source})"]
         if v.why:
             lines += ["", v.why]
         lines += [""] + [f"- {f}" for f in v.figures]

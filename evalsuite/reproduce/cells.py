@@ -11,8 +11,8 @@ of n seeds learned", beside the task's floor (the best reader with no memory of 
   ``acc >= floor + LEARNED_FRACTION * (1 - floor)`` (per seed the same test).
 - **settled**: the one rule of ``settled.unsettled``, read through ``stable``, ``settled`` (a
   failure) and ``settled_below`` (a shortfall).
-- Comparisons (``verdict.higher``, ``not_higher``, ``contradicted``) need ``MARGIN`` plus both
-  cells' spreads, and the same order seed by seed where both cells have the seed.
+- Orderings (``compare.ordered``) are judged at every rung both cells reached, seed by seed, by
+  ``MARGIN`` plus both cells' spreads.
 - ``reproduce`` escalates every cell below ``CEILING`` (not only those that did not learn), so that
   a shortfall ("elu+1 falls short of softmax") can be cited as well as a failure.
 """

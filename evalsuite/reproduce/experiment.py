@@ -163,7 +163,8 @@ class Experiment:
     (docs/PROJECTION.md), or one figure where nothing trains; ``analyses``: the keys of a run's
     ``metrics["analysis"]`` the verdict reads (a compact report keeps those for the experiment's
     runs, and no others); ``group``: experiments that share one sweep, named together on the
-    command line; ``order``: the place in listings and reports."""
+    command line; ``order``: the place in listings and reports; ``control``: a positive control of
+    the suite (what a working set-up must show), labelled so in every table, never a finding."""
 
     name: str
     finding: str
@@ -175,6 +176,7 @@ class Experiment:
     analyses: tuple[str, ...] = ()
     group: str | None = None
     order: int = 100
+    control: bool = False
 
     def params(self, scale: str) -> Mapping[str, Any]:
         return self.designs[scale].params
@@ -206,7 +208,7 @@ class Experiment:
 
     def judge(self, runs: list[RunRecord], probes: pd.DataFrame, scale: str, *, every_budget: bool = False) -> Verdict:
         return self.verdict(self.cells(runs, scale, every_budget=every_budget), probes, self.params(scale),
-                            Judge(self.name, self.finding, self.source))
+                            Judge(self.name, self.finding, self.source, control=self.control))
 
     def judged_cells(self, runs: list[RunRecord], scale: str) -> list[Cell]:
         """The cells the escalation settles: those a clause or a control reads."""

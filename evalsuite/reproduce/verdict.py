@@ -18,6 +18,7 @@ from evalsuite.protocol import MARGIN
 
 from .cells import Cell
 from .clauses import learned_at_4x
+from .compare import ordered
 from .escalation import next_changes
 
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTED = (Outcome.REPRODUCED, Outcome.NOT_REPRODUCED, Outcome.INCONCLUSIVE,
@@ -63,10 +64,9 @@ def contradicted(a: Cell, b: Cell) -> bool:
 
 
 def above(a: Cell, b: Cell) -> bool | None:
-    """``a`` above ``b`` with both figures settled (True), contradicted (False), or undecided."""
-    if higher(a, b) and a.stable and b.settled_below(a.acc - MARGIN):
-        return True
-    return False if contradicted(a, b) else None
+    """``a`` above ``b``, judged as an ordering at every rung both reached (``compare.ordered``):
+    True, False (contradicted) or None (undecided)."""
+    return ordered(a, b)
 
 
 def summary(cell: Cell) -> VerdictCell:
@@ -113,11 +113,13 @@ class Judge:
     finding: str
     source: str
     read: list[Cell] = field(default_factory=list, compare=False)  # the cells shown to ``missing``
+    control: bool = False  # the experiment is a positive control (``Experiment.control``)
 
     def verdict(self, status: Outcome, figures: list[str], why: str = "",
                 checks: dict[str, bool | None] | None = None) -> Verdict:
         return Verdict(name=self.name, finding=self.finding, source=self.source, status=status, figures=figures,
-                       checks=checks or {}, why=why, cells=[summary(c) for c in self.read if c.present])
+                       checks=checks or {}, why=why, cells=[summary(c) for c in self.read if c.present],
+                       control=self.control)
 
     def inconclusive(self, figures: list[str], why: str) -> Verdict:
         return self.verdict(INCONCLUSIVE, figures, why)

@@ -5,9 +5,11 @@ from __future__ import annotations
 from evalsuite.protocol import MIN_SEEDS
 from evalsuite.reproduce.experiment import Design, Experiment, register
 from evalsuite.reproduce.settings import CPU_LRS, PAPER_LRS, pair
-from evalsuite.reproduce.verdict import fmt, runnable, unsettled
+from evalsuite.reproduce.compare import faster, speed_figure
+from evalsuite.reproduce.verdict import WORD, fmt, runnable, unsettled
 
 LOW_LOSS = 0.1
+SPEED_LEVEL = 0.9  # validation accuracy whose steps the speed figure compares
 
 
 def _steps(cell) -> str:
@@ -19,6 +21,9 @@ def verdict(cells, probes, p, judge):
     if (v := judge.missing([soft, lin])):
         return v
     figures = [f"{c.figure()}; test loss {fmt(c.loss)}, best validation at step {_steps(c)}" for c in (soft, lin)]
+    # "linear may converge more slowly": a speed claim, read as steps to a level with censoring (reported)
+    figures.append(speed_figure([soft, lin], SPEED_LEVEL) + f"; softmax reaches it first on every seed: "
+                   f"{WORD[faster(soft, lin, SPEED_LEVEL)]} (reported, not judged)")
     if soft.loss >= LOW_LOSS:
         return judge.inconclusive(figures, f"positive control failed: softmax's test loss {fmt(soft.loss)} is not below "
                                            f"{LOW_LOSS}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from evalsuite.protocol import MARGIN
 from evalsuite.reproduce.experiment import CellSpec, Design, Experiment, register
 from evalsuite.reproduce.settings import CPU_BASE, CPU_FEATURE_DIM, CPU_LRS, PAPER_BASE, PAPER_LRS
-from evalsuite.reproduce.verdict import contradicted, higher, runnable, unsettled
+from evalsuite.reproduce.verdict import above, runnable, unsettled
 
 EQUAL_STATE = 1.05  # the delta rule's state at most this factor of elu+1's
 
@@ -28,8 +28,8 @@ def verdict(cells, probes, p, judge):
     for w, (d, lin) in pairs.items():
         gaps[w] = d.acc - lin.acc
         equal_state = d.state <= lin.state * EQUAL_STATE
-        beats[w] = (True if equal_state and higher(d, lin) and lin.settled_below(d.acc - MARGIN)
-                    else False if contradicted(d, lin) else None)
+        order = above(d, lin)
+        beats[w] = True if order is True and equal_state else False if order is False else None
     ws = sorted(pairs)
     beat = True if any(beats[w] is True for w in ws) else False if all(beats[w] is False for w in ws) else None
     small, large = ws[0], ws[-1]

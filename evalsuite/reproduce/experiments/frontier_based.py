@@ -3,10 +3,9 @@ attention) at no more state (docs/FINDINGS.md, finding 9)."""
 from __future__ import annotations
 
 from evalsuite.reproduce import frontier as fr
-from evalsuite.protocol import MARGIN
 from evalsuite.reproduce.cells import Cell
 from evalsuite.reproduce.experiment import Experiment, register
-from evalsuite.reproduce.verdict import contradicted, higher
+from evalsuite.reproduce.verdict import above
 
 PARTS = ("Taylor linear", "sliding window")
 
@@ -28,8 +27,8 @@ def check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str]
             continue
         rival = max(rivals, key=lambda c: c.val)  # shown; the check reads every rival
         figures.append(f"{part}: {rival.label} {rival.acc:.3f} at {fr.state_text(rival.state)} floats")
-        above_all = all(higher(top, r) and top.stable and r.settled_below(top.acc - MARGIN) for r in rivals)
-        checks[name] = (True if above_all else False if any(contradicted(top, r) for r in rivals) else None)
+        orders = [above(top, r) for r in rivals]  # an ordering at every rung both reached (compare.ordered)
+        checks[name] = True if all(o is True for o in orders) else False if any(o is False for o in orders) else None
         if checks[name] is None:
             waits += rivals
     return checks, figures, (based + waits) if any(v is None for v in checks.values()) else []

@@ -15,13 +15,14 @@ without a convolution learn (docs/guide/designs.md).
 Budget: every run trains its whole budget (``train.stop_at_target=false``): how long a model
 trains past fitting the training length decides its extrapolation, so a figure read at a stop on
 reaching the target is not settled (docs/guide/designs.md). The judged figure is each encoding's accuracy at the shortest test length of at least
-``beyond`` x the training length (``Cell(metric="eval_i_accuracy")``): the settledness rule, the 4x
-reruns on every seed and their gains read that figure; the rate is chosen on validation at the
-training length.
+``beyond`` x the training length (``Cell(metric="eval_i_accuracy")``), judged by the claim's own
+criterion (``fails``: below the learned level on every seed at every rung reached), not by the
+0.05 settledness test, which does not fit a metric no run trains for; the rate is chosen on
+validation at the training length.
 """
 from __future__ import annotations
 
-from evalsuite.protocol import LEARNED_FRACTION
+from evalsuite.protocol import LEARNED_FRACTION, MIN_SEEDS
 from evalsuite.reproduce.cells import Cell
 from evalsuite.reproduce.experiment import CellSpec, Design, Experiment, register, resolved
 from evalsuite.reproduce.settings import PAPER_LRS
@@ -37,11 +38,21 @@ def far_segment(base: dict, seq_len: int, beyond: float) -> tuple[int, int] | No
 
 
 def fails(cell: Cell, level: float) -> bool | None:
-    """Below ``level`` at the far length with a settled figure (True), at or above it with one
-    (False: it generalises that far), or undecided."""
-    if cell.settled_below(level):
+    """The claim's own criterion, for a metric no run trains for (accuracy far past the training
+    length, where more budget can move a seed either way: RoPE +0.56, xPos -0.78 at 4x): below
+    ``level`` on every reported seed at every rung the cell reached (True: it does not generalise
+    that far); at or above it on every seed at some rung (False); otherwise undecided. It needs a
+    complete rate sweep and ``MIN_SEEDS`` seeds, not a settled figure."""
+    from evalsuite.reproduce.compare import figures_at
+
+    if not cell.present or cell.incomplete():
+        return None
+    rungs = [f for k in range(cell.top_rung + 1) if (f := figures_at(cell, k)) is not None and len(f) >= MIN_SEEDS]
+    if not rungs:
+        return None
+    if all(v < level for f in rungs for v in f.values()):
         return True
-    return False if cell.stable and cell.acc >= level else None
+    return False if any(all(v >= level for v in f.values()) for f in rungs) else None
 
 
 def verdict(cells, probes, p, judge):

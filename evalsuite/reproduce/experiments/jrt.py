@@ -7,21 +7,20 @@ short of softmax: no", which says the setting does not test it for that model. P
 64, head-size query/key. What the CPU runs showed at this setting is in docs/RESULTS.md."""
 from __future__ import annotations
 
-from evalsuite.protocol import MIN_SEEDS
 from evalsuite.reproduce.cells import Cell
 from evalsuite.reproduce.experiment import CellSpec, Design, Experiment, register
 from evalsuite.reproduce.settings import CPU_BASE, CPU_FEATURE_DIM, CPU_LRS, PAPER_BASE, PAPER_LRS
-from evalsuite.reproduce.verdict import above, contradicted, higher, runnable, unsettled
+from evalsuite.reproduce.verdict import above, runnable, unsettled
 
 
 
 def unchanged(a: Cell, b: Cell) -> bool | None:
-    """Both learned and neither above the other by the margin; False when one is above with both stable."""
-    if not (a.present and b.present):
-        return None
-    if higher(a, b) or higher(b, a):
-        return False if a.stable and b.stable else None
-    return True if a.learned and b.learned and len(a.seeds) >= MIN_SEEDS and len(b.seeds) >= MIN_SEEDS else None
+    """Both learned and neither above the other by the margin at any rung both reached (False:
+    one is above the other there; ``compare.ordered``)."""
+    ab, ba = above(a, b), above(b, a)
+    if ab is True or ba is True:
+        return False
+    return True if ab is False and ba is False and a.learned and b.learned else None
 
 
 def verdict(cells, probes, p, judge):
@@ -35,7 +34,7 @@ def verdict(cells, probes, p, judge):
     for label in [label for label in p["models"] if label != "softmax"]:
         one, two = cells[label, 1], cells[label, 2]
         # "at a state where one pass fails": one pass must fall short of softmax, else there is nothing to raise
-        if contradicted(cells["softmax", 1], one):
+        if above(cells["softmax", 1], one) is False:
             checks[f"{label}: one pass falls short of softmax"] = False
         else:
             checks[f"{label}: two passes above one pass"] = above(two, one)

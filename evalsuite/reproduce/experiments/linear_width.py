@@ -7,10 +7,9 @@ Zoology's widths with the head-size query/key, as published. What the CPU runs s
 setting is in docs/RESULTS.md."""
 from __future__ import annotations
 
-from evalsuite.protocol import MARGIN
 from evalsuite.reproduce.experiment import CellSpec, Design, Experiment, register
 from evalsuite.reproduce.settings import CPU_BASE, CPU_FEATURE_DIM, CPU_LRS, PAPER_BASE, PAPER_LRS
-from evalsuite.reproduce.verdict import above, contradicted, higher, runnable, unsettled
+from evalsuite.reproduce.verdict import above, runnable, unsettled
 
 WIDTH_PER_FEATURE = 64 // CPU_FEATURE_DIM  # CPU scale: d' = d_model / 16 (CPU_FEATURE_DIM at the reference width)
 
@@ -25,9 +24,9 @@ def verdict(cells, probes, p, judge):
     if (v := judge.control(cells["softmax", hi], figures)):
         return v
     few, many = cells["elu+1", ref, lo], cells["elu+1", ref, hi]
-    # drops as D grows (at the reference width): the small D must be learned, the large D's drop settled
-    drops = True if few.learned and higher(few, many) and many.settled_below(few.acc - MARGIN) \
-        else False if few.learned and contradicted(few, many) else None
+    # drops as D grows (at the reference width): the small D must be learned, then an ordering
+    order = above(few, many)
+    drops = order if few.learned or order is None else None
     return judge.decide(figures, {f"falls short of softmax at d_model {ref}": above(cells["softmax", hi], many),
                                   f"improves from d_model {w0} to {w1}": above(cells["elu+1", w1, hi], cells["elu+1", w0, hi]),
                                   f"drops from D={lo} to D={hi}": drops}, unsettled(cs), can_run=runnable(cs))

@@ -35,4 +35,4 @@ register(Experiment(
     "softmax-mqar", "Softmax attention solves MQAR at small width (2 layers, 1 head, d_model 64; (T, D) = (64, 4), (128, 8)).",
     "Zoology (Arora et al. 2023), Figure 2", verdict,
     designs={"cpu": design(CPU_BASE, CPU_LRS), "paper": design(PAPER_BASE, PAPER_LRS)},
-    minutes={"cpu": (14, 72), "paper": 60}, order=10))
+    minutes={"cpu": (14, 72), "paper": 60}, order=10, control=True))

@@ -1,0 +1,126 @@
+"""Clauses judged as what they claim, not through one cell's settledness alone.
+
+- **Orderings** ("A above B", ``ordered``): decided at every rung of the ladder both cells reached,
+  seed by seed. It holds when, at each such rung, A is above B by more than ``MARGIN`` on every
+  seed both report and on average by more than the margin plus both seed spreads; it is
+  contradicted when, at each such rung, A is above B by no more than the margin on every seed.
+  Neither cell needs to be settled (an ordering can hold at every budget while both still move),
+  but both need a complete rate sweep and their seeds (a rate not tried could reverse it). A cell
+  settled at the ceiling stands for its figure at the rungs it did not need.
+- **Speed claims** ("A learns faster than B", ``faster``): steps to a validation level, per seed,
+  with a run that never reached it censored at its budget.
+- **Failures** (``failure_guard``): a decided shortfall of state carries its controls: the
+  positive control learned at the budget the failure is read at, the same family at ``STATE_FACTOR``
+  times the state or more reaches the level there, and the failing cell stands above its floor (it
+  learned something: a model at its floor may not have optimised at all). Without them the outcome
+  is inconclusive, with the reason named.
+"""
+from __future__ import annotations
+
+import statistics
+
+from evalsuite.protocol import CEILING, LADDER, MARGIN, MIN_SEEDS
+
+from .cells import Cell
+
+STATE_FACTOR = 4  # the larger-state control has at least this many times the failing cell's state
+
+
+def figures_at(cell: Cell, k: int) -> dict[int, float] | None:
+    """Seed -> the cell's figure at rung ``k`` (at the rate that validates best there); a cell
+    settled at the ceiling below ``k`` stands for its last figures; None where it did not reach ``k``."""
+    m = cell.metric
+    if k == 0 or cell.on_every_seed(k):
+        return {r.seed: r.metrics[m] for r in cell.rung_runs(k) if m in r.metrics}
+    if cell.stable and cell.final_acc >= CEILING - 1e-9 and cell.settled_rung < k:
+        return figures_at(cell, cell.settled_rung)
+    return None
+
+
+def _spread(values: list[float]) -> float:
+    return statistics.stdev(values) if len(values) >= 2 else 0.0
+
+
+def ordered(a: Cell, b: Cell, margin: float = MARGIN) -> bool | None:
+    """``a`` above ``b`` (module docstring): True, False (contradicted) or None (undecided)."""
+    if not (a.present and b.present) or a.incomplete() or b.incomplete():
+        return None
+    verdicts = []
+    for k in range(len(LADDER)):
+        fa, fb = figures_at(a, k), figures_at(b, k)
+        if fa is None or fb is None:
+            continue
+        seeds = sorted(set(fa) & set(fb))
+        if len(seeds) < MIN_SEEDS:
+            continue
+        xa, xb = [fa[s] for s in seeds], [fb[s] for s in seeds]
+        gaps = [x - y for x, y in zip(xa, xb)]
+        above = all(g > margin for g in gaps) and statistics.fmean(gaps) > margin + _spread(xa) + _spread(xb)
+        verdicts.append(True if above else False if all(g <= margin for g in gaps) else None)
+    if not verdicts:
+        return None
+    return True if all(v is True for v in verdicts) else False if all(v is False for v in verdicts) else None
+
+
+def steps_to(run, level: float) -> tuple[int, bool]:
+    """``(steps, reached)``: the first validation step at or above ``level``, or, where the run never
+    reached it, its budget (censored: it would take at least that many)."""
+    for h in run.history or []:
+        if h.get("val_accuracy") is not None and h["val_accuracy"] >= level:
+            return int(h["step"]), True
+    return int(run.metrics.get("budget_steps") or run.metrics.get("steps") or 0), False
+
+
+def faster(a: Cell, b: Cell, level: float) -> bool | None:
+    """``a`` reaches ``level`` in fewer steps than ``b`` (at the base budget, seed by seed): True when
+    on every common seed ``a`` reached it and ``b`` reached it later or never (censored past ``a``'s
+    steps); False when on every common seed ``b`` reached it no later than ``a`` (or ``a`` never did);
+    None otherwise (fewer than ``MIN_SEEDS`` common seeds, or a censored run that cannot be
+    ordered)."""
+    ra, rb = ({r.seed: steps_to(r, level) for r in c.best_runs} for c in (a, b))
+    seeds = sorted(set(ra) & set(rb))
+    if len(seeds) < MIN_SEEDS:
+        return None
+    out = []
+    for s in seeds:
+        (na, ya), (nb, yb) = ra[s], rb[s]
+        if ya and (na < nb):
+            out.append(True)       # b reached later, or never within a budget longer than a's steps
+        elif yb and (not ya or nb <= na):
+            out.append(False)
+        else:
+            out.append(None)
+    return True if all(x is True for x in out) else False if all(x is False for x in out) else None
+
+
+def speed_figure(cells: list[Cell], level: float) -> str:
+    """Steps to ``level`` per seed for each cell, ``>N`` where a run never reached it."""
+    parts = []
+    for c in cells:
+        steps = [steps_to(r, level) for r in c.best_runs]
+        parts.append(f"{c.label} " + ", ".join(f"{n:,}" if ok else f">{n:,}" for n, ok in steps))
+    return f"steps to {level} validation accuracy, per seed (>N: not within its budget of N): " + "; ".join(parts)
+
+
+def failure_guard(failing: Cell, control: Cell, larger: Cell | None = None, level: float = 0.9) -> str | None:
+    """Why a decided shortfall of state in ``failing`` cannot stand (None: it can; module docstring).
+    ``larger``: the same family at ``STATE_FACTOR`` times the state or more (None: not run)."""
+    from .clauses import reaches
+
+    rung = failing.settled_rung
+    acc = control.rung_acc(rung) if control.on_every_seed(rung) else None
+    if not (control.learned or (acc is not None and control.learned_seed(acc))):
+        return f"its positive control ({control.label}) did not learn at the budget the failure is read at"
+    if larger is None or not larger.present:
+        return (f"no cell of the same family at {STATE_FACTOR}x the state or more, so the shortfall may be "
+                "optimisation, not state")
+    if larger.state < STATE_FACTOR * failing.state:
+        return (f"{larger.label} has {larger.state / max(failing.state, 1):.1f}x the state, not {STATE_FACTOR}x or more")
+    if not reaches(larger, level):
+        return (f"the same family at {larger.state / max(failing.state, 1):.1f}x the state ({larger.label}) does not "
+                f"reach {level} at this budget, so the shortfall may be optimisation, not state")
+    floor, values = failing.floor, failing.accuracy.values
+    if not values or not all(v > floor + MARGIN for v in values):
+        return (f"{failing.label} sits within {MARGIN} of its floor ({floor:.3f}) on some seed: it may not have "
+                "optimised at all")
+    return None
