@@ -205,7 +205,7 @@ def _verdicts_from(report: str, experiments, scale: str, results_path: str | Non
     if target:
         files.write_text(target, results_markdown(
             verdicts, scale=scale, shown=shown, shown_label="as the report showed it (the rules it was made with)",
-            source=f"the runs embedded in {report}",
+            source=f"the runs embedded in {report}", title=f"The runs of {report} judged by this version's rules",
             command=f"evalsuite reproduce {' '.join(names)} --verdicts-from {report}".replace("  ", " ")))
         click.echo(f"results  {target}")
     _write_figures(figures, verdicts, runs_of, data["probes"])

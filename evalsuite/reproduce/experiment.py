@@ -208,7 +208,7 @@ class Experiment:
 
     def judge(self, runs: list[RunRecord], probes: pd.DataFrame, scale: str, *, every_budget: bool = False) -> Verdict:
         return self.verdict(self.cells(runs, scale, every_budget=every_budget), probes, self.params(scale),
-                            Judge(self.name, self.finding, self.source, control=self.control))
+                            Judge(self.name, self.finding, self.source, is_control=self.control))
 
     def judged_cells(self, runs: list[RunRecord], scale: str) -> list[Cell]:
         """The cells the escalation settles: those a clause or a control reads."""

@@ -29,6 +29,25 @@ FOLDER = "branches"
 CHECKPOINTS = "checkpoints"
 
 
+class SegmentEnded(RuntimeError):
+    """The segment's deadline passed mid-run: its checkpoint is kept and the next invocation resumes it."""
+
+
+# A run saves its whole training state every CHECKPOINT_S seconds (and when the segment it runs in
+# ends), so that a run longer than a segment continues in the next one (``$EVALSUITE_CHECKPOINT_S``).
+CHECKPOINT_S = 600.0
+
+
+def checkpoint_every() -> float:
+    return float(os.environ.get("EVALSUITE_CHECKPOINT_S") or CHECKPOINT_S)
+
+
+def segment_deadline() -> float | None:
+    """The wall-clock time (``time.time()``) the driver's segment ends (``$EVALSUITE_DEADLINE``), if any."""
+    value = os.environ.get("EVALSUITE_DEADLINE")
+    return float(value) if value else None
+
+
 def trajectory(config: RunConfig, total_steps: int) -> str:
     """What a run's steps up to its branch point depend on: everything but the budget and how the
     schedule ends (the warm-up enters as the number of steps it takes)."""

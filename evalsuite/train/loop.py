@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import copy
 import math
-import os
 import sys
 import time
 import types
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -29,31 +28,14 @@ from evalsuite.tasks import readers
 from evalsuite.tasks.base import FLOOR_WARNING, long_only_warning, majority_rate
 
 from . import branch
+from .branch import SegmentEnded, checkpoint_every, segment_deadline  # noqa: F401 - part of this module's interface
+from .schedule import convergence, lr_factor  # noqa: F401 - part of this module's interface
 from .data import Graded, make_data, stage
 from .evaluate import autocast_for, evaluate, grader
 from .progress import EXPECT_AFTER, expected_line, progress_bar
 
 class Diverged(RuntimeError):
     pass
-
-
-class SegmentEnded(RuntimeError):
-    """The segment's deadline passed mid-run: its checkpoint is kept and the next invocation resumes it."""
-
-
-# A run saves its whole training state every CHECKPOINT_S seconds (and when the segment it runs in
-# ends), so that a run longer than a segment continues in the next one (``$EVALSUITE_CHECKPOINT_S``).
-CHECKPOINT_S = 600.0
-
-
-def checkpoint_every() -> float:
-    return float(os.environ.get("EVALSUITE_CHECKPOINT_S") or CHECKPOINT_S)
-
-
-def segment_deadline() -> float | None:
-    """The wall-clock time (``time.time()``) the driver's segment ends (``$EVALSUITE_DEADLINE``), if any."""
-    value = os.environ.get("EVALSUITE_DEADLINE")
-    return float(value) if value else None
 
 
 @dataclass
@@ -72,56 +54,6 @@ def training_loss(model, batch: Graded) -> torch.Tensor:
     picked = hidden.gather(1, batch.index[..., None].expand(-1, -1, hidden.shape[-1]))  # [B, K, d]
     logits = model.head(picked).float()                                              # [B, K, V]
     return F.cross_entropy(logits.flatten(0, 1), batch.targets.flatten(), ignore_index=IGNORE)
-
-
-# A run that misses its target is "undertrained" when the best validation accuracy of the last
-# quarter of its budget beats everything before by at least this much: it was still learning.
-UNDERTRAINED_WINDOW = 0.25
-UNDERTRAINED_GAIN = 0.01
-
-
-def convergence(history: list[dict], budget_steps: int, target: float, plateau: bool = False) -> dict:
-    """``{"stopped": "target" | "budget" | "patience" | "plateau", "undertrained": bool,
-    "last_quarter_gain": float}`` from a run's validation history (``step``, ``val_accuracy``), by
-    the rule above (``plateau``: it stopped on a plateau, ``TrainConfig.plateau_window``)."""
-    if plateau:
-        return {"stopped": "plateau", "undertrained": False, "last_quarter_gain": 0.0}
-    if not history:
-        return {"stopped": "budget", "undertrained": True, "last_quarter_gain": math.nan}
-    last = history[-1]
-    if last["val_accuracy"] >= target:
-        return {"stopped": "target", "undertrained": False, "last_quarter_gain": 0.0}
-    if last["step"] < budget_steps:  # stopped early without reaching the target
-        return {"stopped": "patience", "undertrained": False, "last_quarter_gain": 0.0}
-    cut = budget_steps * (1 - UNDERTRAINED_WINDOW)
-    before = [h["val_accuracy"] for h in history if h["step"] <= cut]
-    after = [h["val_accuracy"] for h in history if h["step"] > cut]
-    if not before or not after:  # too few validation passes to tell: assume it was still learning
-        return {"stopped": "budget", "undertrained": True, "last_quarter_gain": math.nan}
-    gain = max(after) - max(before)
-    return {"stopped": "budget", "undertrained": gain >= UNDERTRAINED_GAIN, "last_quarter_gain": gain}
-
-
-def lr_factor(total_steps: int, warmup_frac: float, schedule: str = "wsd", decay_frac: float = 0.2,
-              warmup_steps: int | None = None) -> Callable[[int], float]:
-    """Learning-rate factor per step: linear warm-up (``warmup_steps``, else ``warmup_frac`` of the
-    budget), then ``schedule`` (down to 10% at the end)."""
-    warmup = int(total_steps * warmup_frac) if warmup_steps is None else warmup_steps
-    decay_start = total_steps - int(total_steps * decay_frac)
-
-    def factor(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        if schedule == "constant":
-            return 1.0
-        if schedule == "wsd":  # warm-up, stable, decay: the peak rate until the last decay_frac
-            if step < decay_start:
-                return 1.0
-            return 1.0 - 0.9 * min(1.0, (step - decay_start) / max(1, total_steps - decay_start))
-        progress = (step - warmup) / max(1, total_steps - warmup)
-        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
-
-    return factor
 
 
 def make_optimizer(model, train: TrainConfig, device: torch.device) -> torch.optim.Optimizer:

@@ -187,21 +187,30 @@ def test_every_example_sweep_file_expands(repo_root, monkeypatch):
         assert sweeps.expand(sweeps.load_spec(path)), path.name
 
 
-def test_a_segment_ends_at_its_deadline_and_the_next_invocation_resumes(tmp_path, store_path):
-    """``deadline``: with one worker and a deadline reached after the first run, the runs in flight
-    finish, none starts after it, the rest are recorded interrupted, and a second call runs them."""
-    spec = sweeps.load_spec(write(tmp_path, GRID6))
-    points = sweeps.expand(spec)[:3]
+def test_a_segment_ends_at_its_deadline_and_the_next_invocation_resumes(tmp_path, store_path, monkeypatch):
+    """``deadline``: with one worker and a deadline reached inside the first run, that run stops
+    there with its checkpoint (kept in the store) and is recorded interrupted, none starts after it,
+    and a second call resumes it from the checkpoint and runs the rest."""
+    from evalsuite.train import branch
+
+    monkeypatch.setattr(branch, "CHECKPOINT_S", 1e9)  # only the deadline saves
+    spec = sweeps.load_spec(write(tmp_path, GRID6 + "set: {train.epochs: 100}\n"))  # about 800 steps a run
+    points = sweeps.expand(spec)[:2]
     store = Store(store_path)
     first = sweeps.run_points(points, name="seg", spec=spec.model_dump(), store=store, workers=1,
-                              deadline=time.monotonic() + 0.5, echo=lambda *_: None)
-    assert 1 <= first["ran"] < 3 and first["left"] == 3 - first["ran"]
-    assert sorted(done_rows(store_path)) == sorted([("done", first["ran"]), ("interrupted", first["left"])])
+                              deadline=time.monotonic() + 5, echo=lambda *_: None)
+    assert first["left"] == 1 and done_rows(store_path) == [("interrupted", 2)]
+    stopped = [r for r in store.runs() if r.error and "segment ended at step" in r.error]
+    assert len(stopped) == 1
+    with store.connect(create=False) as conn:
+        assert conn.execute("SELECT kind, key FROM snapshots WHERE kind = 'checkpoint'").fetchall() == \
+            [("checkpoint", stopped[0].run_id)]
     past = sweeps.run_points(points, name="seg", spec=spec.model_dump(), store=store, workers=1,
                              deadline=time.monotonic() - 1, echo=lambda *_: None)
-    assert past["ran"] == 0 and past["left"] == first["left"]  # nothing starts after the deadline
+    assert past["ran"] == 0 and past["left"] == 2  # nothing starts after the deadline
     rest = sweeps.run_points(points, name="seg", spec=spec.model_dump(), store=store, workers=1, echo=lambda *_: None)
-    assert rest["ran"] == first["left"] and done_rows(store_path) == [("done", 3)]
+    assert rest["ran"] == 2 and done_rows(store_path) == [("done", 2)]
+    assert store.get(stopped[0].run_id).metrics["resumed_from_step"] > 0
 
 
 def _timed(store, point, *, seed, wall, steps, budget):
@@ -263,19 +272,27 @@ def test_a_nan_metric_is_stored_as_strict_json_and_an_old_nan_row_still_times(tm
 
 
 def test_a_segment_starts_no_run_it_expects_to_end_past_the_deadline(tmp_path, store_path):
-    """A run whose configuration took far longer than the time left is held back (recorded
-    interrupted for the next invocation, the sweep's ``left``); one with no precedent still runs."""
+    """A run whose configuration took longer than the time left (but less than a whole segment) is
+    held back (recorded interrupted for the next invocation, the sweep's ``left``); one with no
+    precedent still runs; one longer than any segment starts anyway (it runs in pieces, its
+    checkpoint carrying it from segment to segment)."""
+    from evalsuite.executors.local import LONGEST_SEGMENT_S
+
     spec = sweeps.load_spec(write(tmp_path, GRID6))
     points = sweeps.expand(spec)
     soft = [p for p in points if p.config.model.name == "softmax"]
     lin = [p for p in points if p.config.model.name == "linear"][:1]
     store = Store(store_path)
-    _timed(store, soft[0], seed=90, wall=1e5, steps=10, budget=10)
+    _timed(store, soft[0], seed=90, wall=2000, steps=10, budget=10)  # about 2,000 s a run: more than the 600 left
     result = sweeps.run_points(soft + lin, name="seg", spec=spec.model_dump(), store=store, workers=1,
                                deadline=time.monotonic() + 600, echo=lambda *_: None)
     assert result["ran"] == 1 and result["left"] == 2
     statuses = {r["run_id"]: r["status"] for r in store.statuses([p.run_id for p in soft + lin])}
     assert statuses == {soft[0].run_id: "interrupted", soft[1].run_id: "interrupted", lin[0].run_id: "done"}
+    _timed(store, soft[0], seed=91, wall=10 * LONGEST_SEGMENT_S, steps=10, budget=10)  # now longer than any segment
+    again = sweeps.run_points(soft, name="seg", spec=spec.model_dump(), store=store, workers=1,
+                              deadline=time.monotonic() + 600, echo=lambda *_: None)
+    assert again["ran"] == 2 and again["left"] == 0
 
 
 def test_reproduce_segment_minutes_is_checked_before_any_work(tmp_path):

@@ -32,23 +32,37 @@ def published():
 NEW = {"capacity-argmax"}
 
 
+def rejudged(repo_root) -> dict[str, str]:
+    """Experiment -> its outcome in docs/REJUDGED.md (`reproduce --verdicts-from docs/reproduce-cpu.html
+    --results docs/REJUDGED.md`: the published runs judged by this version's rules)."""
+    import re
+
+    text = (repo_root / "docs" / "REJUDGED.md").read_text()
+    return {m.group(1): m.group(2) for m in re.finditer(r"^\| \[([a-z0-9-]+)\]\(#[a-z0-9-]+\)(?: \(control\))? \| ([a-z ]+) \|",
+                                                        text, re.M)}
+
+
 @pytest.mark.parametrize("path, names, shows", [
     ("subset-25/reproduce-subset.html", {"softmax-mqar", "copy"}, "3 of 3 seeds learned"),
     ("induction-25/reproduce-induction.html", {"induction-extrapolation"}, "3 of 3 seeds learned"),
     ("capacity-law-26/reproduce-capacity-law.html", {"capacity-law"}, "softmax (control) at 0.95 or above at every D: yes"),
     ("reproduce-cpu.html", {e.name for e in rep.all_experiments()} - NEW, "")])  # every experiment, each by its own runs
-def test_the_committed_subset_report_rederives_its_verdicts(repo_root, path, names, shows):
-    """docs/subset-25/reproduce-subset.html (softmax-mqar and copy under the evidence method) and
-    docs/induction-25 (the first run with positional encodings), real runs: judging the runs each
-    embeds gives exactly the verdicts it embeds."""
+def test_the_committed_reports_import_and_are_judged_again_by_todays_rules(repo_root, path, names, shows):
+    """The committed reports (real runs, written under earlier rules) still import, every run checked,
+    and each experiment they judged is judged again from the runs the report embeds for it. The
+    protocol changed since (issue 60: the ladder, orderings judged at every rung, the rate tie), so
+    the outcomes are today's: for docs/reproduce-cpu.html, docs/REJUDGED.md lists them beside the
+    published ones (and must be regenerated when the rules change); for the older checkpoints, no
+    outcome changed."""
     data = builder.read_embedded(repo_root / "docs" / path)
     assert {v.name for v in data["verdicts"]} == names
+    expected = rejudged(repo_root) if path == "reproduce-cpu.html" else {v.name: v.status.value for v in data["verdicts"]}
     for shown in data["verdicts"]:
         ids = data["members"].get(shown.name)  # the runs its store judged it from, where the report says
         ids = None if ids is None else set(ids)
         runs = data["runs"] if ids is None else [r for r in data["runs"] if r.run_id in ids]
         again = rep.get(shown.name).judge(runs, data["probes"], "cpu")
-        assert again.status == shown.status and again.figures == shown.figures and again.why == shown.why
+        assert again.status.value == expected[shown.name], (shown.name, again.why)
         assert all(len(f) for f in again.figures) and shows in " ".join(again.figures) + again.why
 
 
