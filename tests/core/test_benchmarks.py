@@ -15,7 +15,7 @@ def test_train_throughput_runs(repo_root):
 
 
 @pytest.mark.parametrize("script", ["reproduce_profile.py", "grouped_sweep.py", "kernels.py", "decode.py",
-                                    "short_conv.py"])
+                                    "short_conv.py", "rung_saving.py"])
 def test_the_others_parse_their_options(repo_root, script):
     out = subprocess.run([sys.executable, f"benchmarks/{script}", "--help"], cwd=repo_root, capture_output=True,
                          text=True, timeout=120)
@@ -31,7 +31,8 @@ def test_report_scale_runs_at_a_tiny_size(repo_root):
 
 def test_reproduce_projection_counts_the_evidence_methods_runs(monkeypatch):
     """benchmarks/project_reproduce.py at a fixed step time of 1 s: a cell costs its base runs, 3
-    reported seeds and, below the ceiling, 6 runs at 4x (counted by hand here for `copy`)."""
+    reported seeds and, below the ceiling, 3 runs at its 4x rung, each continuing its base run's
+    snapshot (3.2x a base run; counted by hand here for `copy`)."""
     import importlib.util
     from pathlib import Path
 
@@ -48,7 +49,7 @@ def test_reproduce_projection_counts_the_evidence_methods_runs(monkeypatch):
     cells = list(reproduce.get("copy").cells([module.fake_run(p) for p in points], "cpu").values())
     per_cell = [module.total_steps(next(p.config for p in points if p.run_id == c.runs[0].run_id)) for c in cells]
     learned = (sum(steps) + 3 * sum(per_cell)) * 1.1 / 60
-    below = learned + 24 * sum(per_cell) * 1.1 / 60
+    below = learned + 3 * 3.2 * sum(per_cell) * 1.1 / 60
     row = next(line for line in module.project(["copy"], 2, 1, 0.10) if line.startswith("| copy "))
     cols = [c.strip() for c in row.split("|")]
     assert cols[2] == str(len(points)) and cols[3] == str(len(cells)) == "2"
