@@ -31,6 +31,8 @@ def model_label(config: dict) -> str:
         label += "+gate"
     if model.get("positions") in ("sinusoidal", "rope", "xpos"):  # the encodings a label must not hide
         label += f"+{model['positions']}"
+    if model.get("value_dim"):  # the state's sides, where the value side is set apart from the width
+        label += f" (d_k {model.get('feature_dim') or 'head'}, d_v {model['value_dim']})"
     return label
 
 

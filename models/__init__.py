@@ -119,11 +119,19 @@ class ModelSpec:
 def key_features(section: dict) -> int | None:
     """d' of a stored model section (``Mixer.key_features`` of its first layer that has one),
     read from the model built on the meta device (no memory, no weights)."""
+    return state_sides(section)[0]
+
+
+def state_sides(section: dict) -> tuple[int | None, int | None]:
+    """``(d_k, d_v)`` of a stored model section: the key and value sides of the first layer with a
+    fixed state (``Mixer.key_features``, ``value_features``), from the model built on the meta device;
+    ``(None, None)`` where no layer has one."""
     import torch
 
     with torch.device("meta"):
-        model = ModelSpec.parse({**section, "positions": "none", "max_len": None}).build(vocab_size=8)  # d' only
-    return next((d for b in model.blocks if (d := b.mixer.key_features()) is not None), None)
+        model = ModelSpec.parse({**section, "positions": "none", "max_len": None}).build(vocab_size=8)  # sizes only
+    return next(((d, b.mixer.value_features()) for b in model.blocks if (d := b.mixer.key_features()) is not None),
+                (None, None))
 
 
 def build(name, *, vocab_size: int, d_model: int, n_layers: int, n_heads: int, feature_map=None,
@@ -137,4 +145,4 @@ def build(name, *, vocab_size: int, d_model: int, n_layers: int, n_heads: int, f
 
 
 __all__ = ["MODELS", "AttentionView", "probe_memory", "BackboneOptions", "LanguageModel", "Mixer", "MixerOptions", "ModelConfig",
-           "ModelSpec", "build", "key_features", "names"]
+           "ModelSpec", "build", "key_features", "names", "state_sides"]

@@ -129,6 +129,11 @@ class Mixer(nn.Module):
         sequence (softmax, a window)."""
         return None
 
+    def value_features(self) -> int | None:
+        """d_v: the size of a head's state along the value side (``value_dim``), None where the state
+        grows with the sequence."""
+        return None
+
     def read(self, o: torch.Tensor, x: torch.Tensor | None = None) -> torch.Tensor:
         """What the heads read, ``o [B, H, T, d]`` (an attention view's ``weights @ values``), as
         the mixer's output ``[B, T, d_model]`` given its input ``x [B, T, d_model]``: the output

@@ -21,6 +21,10 @@ from .swa import SlidingWindowAttention, SWAOptions
 class BasedOptions(MixerOptions):
     window: int = Field(64, ge=1, description="the sliding-window layers' window (Based: 64 to 128)")
     feature_dim: int = Field(16, ge=1, description="query and key size per head before the Taylor map (Based: 16)")
+    value_dim: int | None = Field(None, ge=1, le=4096, description="the linear layers' value size per head (d_v); "
+                                  "default: the head size")
+
+    LATE_FIELDS = frozenset({"value_dim"})
 
 
 @MODELS.register("based")
@@ -35,7 +39,7 @@ class Based:
 
     @classmethod
     def build_layers(cls, d_model, n_heads, n_layers, options: BasedOptions, feature_map=None) -> list[Mixer]:
-        linear = LinearOptions(feature_dim=options.feature_dim)
+        linear = LinearOptions(feature_dim=options.feature_dim, value_dim=options.value_dim)
         window = SWAOptions(window=options.window)
         return [LinearAttention(d_model, n_heads, linear, feature_map=feature_map or cls.default_feature_map)
                 if i % 2 == 0 else SlidingWindowAttention(d_model, n_heads, window) for i in range(n_layers)]

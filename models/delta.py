@@ -41,8 +41,10 @@ class DeltaOptions(MixerOptions):
 
     householder: int = Field(1, ge=1, le=16, description="delta steps per token, each with its own key, value and "
                              "beta (DeltaProduct's n_h Householder factors); 1: the delta rule")
+    value_dim: int | None = Field(None, ge=1, le=4096, description="value size per head (d_v, the state's value "
+                                  "side: S is d_k x d_v), independent of the width; default: the head size")
 
-    LATE_FIELDS = frozenset({"negative_eigenvalues", "feature_dim", "gate", "householder"})
+    LATE_FIELDS = frozenset({"negative_eigenvalues", "feature_dim", "gate", "householder", "value_dim"})
 
     @model_validator(mode="after")
     def _channel_gate_needs_gated(self):
@@ -59,7 +61,7 @@ def key_map(x):
 @MODELS.register("delta")
 class DeltaRule(Mixer):
     """Delta rule (Schlag et al. 2021; DeltaNet): edits its fixed d_k x d_v state per head
-    (d_k = ``feature_dim``, default the head size; d_v = the head size)."""
+    (d_k = ``feature_dim``, d_v = ``value_dim``, each by default the head size)."""
     memory = DeltaMemory
 
     Options = DeltaOptions
@@ -68,19 +70,21 @@ class DeltaRule(Mixer):
         super().__init__(d_model, n_heads, options)
         self.qk_dim = options.feature_dim or self.head_dim
         self.steps = options.householder  # n: one key, value and beta per step (n = 1: today's layout)
-        self.qkv = nn.Linear(d_model, (1 + self.steps) * n_heads * self.qk_dim + self.steps * d_model, bias=False)
+        self.v_dim = options.value_dim or self.head_dim
+        self.qkv = nn.Linear(d_model, (1 + self.steps) * n_heads * self.qk_dim + self.steps * n_heads * self.v_dim,
+                             bias=False)
         self.beta = nn.Linear(d_model, self.steps * n_heads)
         self.per_channel = options.gated and options.gate == "channel"
         self.gate = nn.Linear(d_model, n_heads * (self.qk_dim if self.per_channel else 1)) if options.gated else None
-        self.out = nn.Linear(d_model, d_model, bias=False)
+        self.out = nn.Linear(n_heads * self.v_dim, d_model, bias=False)
 
     def _split(self, x):
         """Raw q ``[..., H, d_k]``, k ``[..., H, n, d_k]`` and v ``[..., H, n, d_v]`` of ``x [..., d_model]``."""
         qk, n = self.n_heads * self.qk_dim, self.steps
-        q, k, v = self.qkv(x).split([qk, n * qk, n * self.d_model], dim=-1)
+        q, k, v = self.qkv(x).split([qk, n * qk, n * self.n_heads * self.v_dim], dim=-1)
         return (q.unflatten(-1, (self.n_heads, self.qk_dim)),
                 k.unflatten(-1, (n, self.n_heads, self.qk_dim)).transpose(-2, -3),   # [..., n H dk] -> [..., H, n, dk]
-                v.unflatten(-1, (n, self.n_heads, self.head_dim)).transpose(-2, -3))  # [..., n H dv] -> [..., H, n, dv]
+                v.unflatten(-1, (n, self.n_heads, self.v_dim)).transpose(-2, -3))  # [..., n H dv] -> [..., H, n, dv]
 
     def _project(self, x):
         """q, k (SiLU then unit length: unnormalised keys make the triangular inverse explode),
@@ -127,17 +131,20 @@ class DeltaRule(Mixer):
     def key_features(self) -> int:
         return self.qk_dim
 
+    def value_features(self) -> int:
+        return self.v_dim
+
     def state_size(self, seq_len: int) -> int:
-        return self.n_heads * self.qk_dim * self.head_dim  # S is d_k x d_v per head
+        return self.n_heads * self.qk_dim * self.v_dim  # S is d_k x d_v per head
 
     def init_state(self, batch, max_len, device=None):
-        return torch.zeros(batch, self.n_heads, self.qk_dim, self.head_dim, device=device)
+        return torch.zeros(batch, self.n_heads, self.qk_dim, self.v_dim, device=device)
 
     def step(self, x, state):
         q, k, v, beta, log_alpha = (None if t is None else t.float() for t in self._project(x))
         for s in range(self.steps):  # the gate before the first step only; the read after the last
             o, state = ops.delta_rule_step(q, k[:, :, s], v[:, :, s], beta[:, :, s], state, log_alpha if s == 0 else None)
-        return self.out(o.reshape(x.shape[0], self.d_model).to(x.dtype)), state
+        return self.out(o.reshape(x.shape[0], self.n_heads * self.v_dim).to(x.dtype)), state
 
 
 class DeltaProductOptions(DeltaOptions):

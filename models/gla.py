@@ -46,8 +46,16 @@ class GLAOptions(MixerOptions):
     step_size: bool = Field(False, description="gate scalar only: Mamba-2's parametrisation, a_t = exp(-A_h dt_t) with "
                             "dt_t = softplus(w . x_t + dt_bias_h) and the write scaled by dt_t (A_h, dt_bias_h learned)")
     skip: bool = Field(False, description="Mamba-2's D skip: each head's read plus D_h v_t (D_h learned, 1 at start)")
+    value_dim: int | None = Field(None, ge=1, le=4096, description="value size per head (d_v, the state's value "
+                                  "side: S is d_k x d_v), independent of the width; default: value_expansion x the head size")
 
-    LATE_FIELDS = frozenset({"feature_dim", "output_gate", "value_expansion", "step_size", "skip"})
+    LATE_FIELDS = frozenset({"feature_dim", "output_gate", "value_expansion", "step_size", "skip", "value_dim"})
+
+    @model_validator(mode="after")
+    def _one_value_size(self):
+        if self.value_dim is not None and self.value_expansion != 1:
+            raise ValueError("value_dim sets d_v itself: leave value_expansion at 1 with it")
+        return self
 
     @model_validator(mode="after")
     def _step_size_needs_scalar_gate(self):
@@ -67,7 +75,7 @@ class GatedLinearAttention(Mixer):
     def __init__(self, d_model, n_heads, options: GLAOptions, feature_map=None):
         super().__init__(d_model, n_heads, options)
         self.qk_dim = options.feature_dim or self.head_dim
-        self.v_dim = options.value_expansion * self.head_dim
+        self.v_dim = options.value_dim or options.value_expansion * self.head_dim
         H, d = n_heads, self.qk_dim
         self.qkv = nn.Linear(d_model, 2 * H * d + H * self.v_dim, bias=False)
         self.out = nn.Linear(H * self.v_dim, d_model, bias=False)
@@ -140,6 +148,9 @@ class GatedLinearAttention(Mixer):
 
     def key_features(self) -> int:
         return self.qk_dim
+
+    def value_features(self) -> int:
+        return self.v_dim
 
     def state_size(self, seq_len: int) -> int:
         return self.n_heads * self.qk_dim * self.v_dim  # S is d_k x d_v per head

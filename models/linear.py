@@ -20,6 +20,10 @@ class LinearOptions(MixerOptions):
     feature_dim: int | None = Field(None, ge=1, description="project queries and keys to this size per head before the "
                                                            "feature map; default: the map's input_dim (taylor: 16, as "
                                                            "in Based) or else the head size")
+    value_dim: int | None = Field(None, ge=1, le=4096, description="value size per head (d_v, the state's value "
+                                  "side: S is d_k x d_v), independent of the width; default: the head size")
+
+    LATE_FIELDS = frozenset({"value_dim"})
 
 
 @MODELS.register("linear")
@@ -37,12 +41,13 @@ class LinearAttention(Mixer):
         if options.normalize == "z" and not self.feature_map.nonnegative:
             raise ValueError(f"feature map {type(self.feature_map).__name__} can be negative, so the z-denominator "
                              f"can vanish; use model.normalize=rmsnorm or none with it")
-        self.qkv = nn.Linear(d_model, 2 * n_heads * self.qk_dim + d_model, bias=False)
-        self.out = nn.Linear(d_model, d_model, bias=False)
+        self.v_dim = options.value_dim or self.head_dim
+        self.qkv = nn.Linear(d_model, 2 * n_heads * self.qk_dim + n_heads * self.v_dim, bias=False)
+        self.out = nn.Linear(n_heads * self.v_dim, d_model, bias=False)
 
     def _qkv(self, x):
         qk = self.n_heads * self.qk_dim
-        return self.qkv(x).split([qk, qk, self.d_model], dim=-1)
+        return self.qkv(x).split([qk, qk, self.n_heads * self.v_dim], dim=-1)
 
     def forward(self, x):
         q, k, v = (self.split_heads(t) for t in self._qkv(x))
@@ -66,11 +71,14 @@ class LinearAttention(Mixer):
     def key_features(self) -> int:
         return self.feature_map.out_dim
 
+    def value_features(self) -> int:
+        return self.v_dim
+
     def state_size(self, seq_len: int) -> int:
         m = self.feature_map.out_dim
         z = m if self.options.normalize == "z" else 0
         shift = m if self._running_shift else 0  # performer: the running maximum c of the key exponents
-        return self.n_heads * (m * self.head_dim + z + shift)  # S is m x dv per head, z is m
+        return self.n_heads * (m * self.v_dim + z + shift)  # S is m x dv per head, z is m
 
     @property
     def _running_shift(self) -> bool:
@@ -80,7 +88,7 @@ class LinearAttention(Mixer):
         return getattr(self.feature_map, "sequence_shift", False) and self.options.normalize != "none"
 
     def init_state(self, batch, max_len, device=None):
-        dv = self.head_dim + (self.options.normalize == "z")  # z rides along as S's last column
+        dv = self.v_dim + (self.options.normalize == "z")  # z rides along as S's last column
         state = torch.zeros(batch, self.n_heads, self.feature_map.out_dim, dv, device=device)
         if self._running_shift:
             return state, torch.full((batch, self.n_heads, self.feature_map.out_dim), -math.inf, device=device)
@@ -105,7 +113,7 @@ class LinearAttention(Mixer):
         if self._running_shift:
             state = (state, c)
         o = ops.normalize_output(o, self.options.normalize, self.options.eps)
-        return self.out(o.reshape(B, self.d_model).to(x.dtype)), state
+        return self.out(o.reshape(B, self.n_heads * self.v_dim).to(x.dtype)), state
 
 
 def _input_dim(feature_map) -> int | None:

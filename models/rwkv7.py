@@ -49,7 +49,10 @@ class RWKV7Options(MixerOptions):
     decay_init: Literal["rwkv7", "uniform"] = Field(
         "rwkv7", description="rwkv7: w_0 starts at RWKV-7's ramp over channels (decays 0.896 to 0.999 at the first "
                              "step); uniform: w_0 = 0 (every decay 0.738 per token, a memory of a few tokens)")
+    value_dim: int | None = Field(None, ge=1, le=4096, description="value size per head (d_v, the state's value side: "
+                                  "S is d_k x d_v), independent of the width; default: the head size")
     LEGACY = {"decay_init": "uniform"}  # what RWKV-7 runs stored before the option (2026-12-06) trained with
+    LATE_FIELDS = frozenset({"value_dim"})
 
 
 def decay_offset(channels: int, layer: int = 0, n_layers: int = 1) -> torch.Tensor:
@@ -95,12 +98,13 @@ class RWKV7(Mixer):
         super().__init__(d_model, n_heads, options)
         self.qk_dim = options.feature_dim or self.head_dim
         inner = n_heads * self.qk_dim
-        self.rkv = nn.Linear(d_model, 2 * inner + d_model, bias=False)
+        self.v_dim = options.value_dim or self.head_dim
+        self.rkv = nn.Linear(d_model, 2 * inner + n_heads * self.v_dim, bias=False)
         self.decay = nn.Linear(d_model, inner)           # w_t (its bias is w_0)
         self.rate = nn.Linear(d_model, inner)            # a_t (its bias is a_0)
         self.xi = nn.Parameter(torch.full((n_heads, self.qk_dim), 0.85))     # RWKV-7's k_k
         self.alpha = nn.Parameter(torch.ones(n_heads, self.qk_dim))          # RWKV-7's k_a
-        self.out = nn.Linear(d_model, d_model, bias=False)
+        self.out = nn.Linear(n_heads * self.v_dim, d_model, bias=False)
         # RWKV-7's initial w_0 as a fixed offset beside the learned bias (which the backbone zeroes);
         # computed from the options, so not saved with the weights
         w0 = decay_offset(inner, layer, n_layers) if options.decay_init == "rwkv7" else torch.zeros(inner)
@@ -116,9 +120,9 @@ class RWKV7(Mixer):
         """r, the replacement key, v, w, a and kappa of ``x [..., d_model]``, heads split off
         (``[..., H, d]``)."""
         inner = self.n_heads * self.qk_dim
-        r, k, v = self.rkv(x).split([inner, inner, self.d_model], dim=-1)
+        r, k, v = self.rkv(x).split([inner, inner, self.n_heads * self.v_dim], dim=-1)
         r, k = (t.unflatten(-1, (self.n_heads, self.qk_dim)) for t in (r, k))  # [..., H*dk] -> [..., H, dk]
-        v = v.unflatten(-1, (self.n_heads, self.head_dim))
+        v = v.unflatten(-1, (self.n_heads, self.v_dim))
         w = torch.exp(-DECAY_SCALE * torch.sigmoid(self.decay(x) + self.w0)).unflatten(-1, (self.n_heads, self.qk_dim))
         a = torch.sigmoid(self.rate(x)).unflatten(-1, (self.n_heads, self.qk_dim))
         kappa = F.normalize(k * self.xi, dim=-1, eps=1e-6)
@@ -144,13 +148,16 @@ class RWKV7(Mixer):
     def key_features(self) -> int:
         return self.qk_dim
 
+    def value_features(self) -> int:
+        return self.v_dim
+
     def state_size(self, seq_len: int) -> int:
-        return self.n_heads * self.qk_dim * self.head_dim  # S is d_k x d_v per head, whatever the length
+        return self.n_heads * self.qk_dim * self.v_dim  # S is d_k x d_v per head, whatever the length
 
     def init_state(self, batch, max_len, device=None):
-        return torch.zeros(batch, self.n_heads, self.qk_dim, self.head_dim, device=device)
+        return torch.zeros(batch, self.n_heads, self.qk_dim, self.v_dim, device=device)
 
     def step(self, x, state):
         r, k, v, w, a, kappa = (t.float() for t in self._project(x))
         o, state = step(r, k, v, w, a, kappa, state)
-        return self.out(o.reshape(x.shape[0], self.d_model).to(x.dtype)), state
+        return self.out(o.reshape(x.shape[0], self.n_heads * self.v_dim).to(x.dtype)), state

@@ -41,6 +41,16 @@ VARIANTS = {
     "softmax-xpos": dict(name="softmax", positions="xpos"),
     "swa-rope-window-4": dict(name="swa", window=4, positions="rope"),
     "hybrid-LS-xpos": dict(name="hybrid", pattern="LS", positions="xpos"),
+    # the state's value side set apart from the width (d_v != head size): a d_k x d_v state
+    "linear-value-dim-3": dict(name="linear", feature_dim=4, value_dim=3),
+    "linear-z-value-dim-12": dict(name="linear", value_dim=12),
+    "delta-value-dim-5": dict(name="delta", feature_dim=4, value_dim=5, chunk_size=4),
+    "gated-delta-value-dim-12": dict(name="delta", gated=True, value_dim=12, chunk_size=4),
+    "deltaproduct-value-dim-3": dict(name="deltaproduct", householder=2, value_dim=3, chunk_size=5),
+    "gla-value-dim-6": dict(name="gla", gate="vector", value_dim=6, chunk_size=4),
+    "mamba2-value-dim-3": dict(name="gla", gate="scalar", step_size=True, skip=True, value_dim=3, chunk_size=4),
+    "rwkv7-value-dim-5": dict(name="rwkv7", feature_dim=4, value_dim=5),
+    "based-value-dim-3": dict(name="based", window=3, feature_dim=4, value_dim=3),
 }
 CASES = {**{name: dict(name=name) for name in NAMES}, **VARIANTS}  # every registered mixer, then the variants
 
@@ -124,6 +134,29 @@ def test_the_attention_view_reproduces_the_mixer_output(case):
         future = torch.arange(12)[None, :] < torch.arange(12 * n)[:, None] // n  # [T, T n]: column of a later token
         assert (view.weights[..., future.T] == 0).all()
         torch.testing.assert_close(mixer.read(view.weights @ view.values.float(), x), mixer(x), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if "value-dim" in c])
+def test_the_state_sides_are_the_ones_asked_for(case):
+    """``value_dim`` sets d_v apart from the width: the stored section reads back as (d_k, d_v) and
+    the first fixed state is d_k x d_v per head."""
+    options = dict(CASES[case])
+    name = options.pop("name")
+    model = build(name, positions="none", **options)
+    mixer = next(b.mixer for b in model.blocks if b.mixer.key_features() is not None)
+    assert mixer.value_features() == options["value_dim"]
+    assert models.state_sides({"name": name, "d_model": 16, "n_layers": 2, "n_heads": 2, **options}) == (
+        mixer.key_features(), options["value_dim"])
+    state = mixer.init_state(1, 8)
+    state = state[0] if isinstance(state, tuple) else state
+    assert state.shape[-2:][1] - (getattr(mixer.options, "normalize", None) == "z") == options["value_dim"]
+
+
+def test_a_hybrid_sets_its_layers_sides_through_layer_options():
+    model = build("hybrid", pattern="LDS", n_layers=3, positions="none",
+                  layer_options={"linear": {"value_dim": 3, "feature_dim": 4}, "delta": {"value_dim": 5}})
+    sides = [(b.mixer.key_features(), b.mixer.value_features()) for b in model.blocks]
+    assert sides == [(4, 3), (8, 5), (None, None)]
 
 
 def test_a_fixed_state_does_not_grow():
