@@ -373,3 +373,36 @@ def as_stored(runs, name: str):
                   "seed": r.config["seed"]}
         out.append(r.model_copy(update={"config": config, "run_id": run_id(config)}))
     return out
+
+
+def argmax_probes(trained=None, calibration=None, control=None, converged=True, control_seeds=(0, 1, 2)):
+    """Probe rows of capacity-argmax: ``calibration(d)`` pairs at d_k = d_v = d, ``trained(label,
+    d_k, d_v, seed)`` the trained probe's capacity on each reported seed of every configuration the
+    experiment calls for (its last budget ``converged`` or not), and the squared-error control's
+    elu+1 probes holding ``control(d_key)`` pairs. Defaults: a world where the argmax law holds
+    (half the law's n*, both sides counting) and the control grows like d_k."""
+    from evalsuite.analysis.argmax_probe import law_capacity
+    from evalsuite.reproduce import argmax
+    from evalsuite.reproduce.experiments import capacity_argmax as exp
+
+    trained = trained or (lambda label, dk, dv, seed: 0.5 * law_capacity(dk, dv) * (1 + 0.02 * seed))
+    calibration = calibration or (lambda d: 0.5 * law_capacity(d, d))
+    control = control or (lambda d: float(d))
+    rows = [{"probe": "argmax", "variant": "calibration", "d_key": d, "d_value": d, "seed": 0, "capacity": calibration(d),
+             "converged": True, "call": argmax.key({"probe": "calibration", "d_key": d, "d_value": d, "seed": 0})}
+            for d in exp.CALIBRATION]
+    for c in exp.calls():
+        if c.get("probe") != "argmax" or c["seed"] not in argmax.REPORTED:
+            continue
+        cap = trained(c["label"], c["d_key"], c["d_value"], c["seed"])
+        rows += [{"probe": "argmax", "variant": "trained", "label": c["label"], "d_key": c["d_key"],
+                  "d_value": c["d_value"], "seed": c["seed"], "pairs": n, "accuracy": 1.0 if n <= cap else cap / n,
+                  "capacity": cap, "max_steps": steps, "converged": converged if steps == 4000 else False,
+                  "call": argmax.key({**c, "lr": 0.01}), "trained": True, "setting": 1}
+                 for steps in (2000, 4000) for n in c["pairs"]]
+    frames = [pd.DataFrame(rows)]
+    for d in exp.CONTROL:
+        k = control(d)
+        grid = sorted({max(1, round(d * f)) for f in (0.5, 0.75, 1, 1.5, 2, 3, 4)})
+        frames.append(probes({"linear/elu1": k}, grid=grid, seeds=control_seeds).assign(d_key=d))
+    return pd.concat(frames, ignore_index=True)

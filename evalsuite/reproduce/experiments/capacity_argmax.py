@@ -174,6 +174,7 @@ def verdict(cells, probes, p, judge):
             bool(1.7 <= s <= 2.3 and all(0.25 <= r <= 4 for r in ratio))
     else:
         checks["our correlation memory grows as the theorem says (calibration: slope in [1.7, 2.3], within x4 of the law)"] = None
+    calibrated = next(iter(checks.values()))
     diag = [(16, 16), (32, 32)]
     control, control_open = squared_error_control(probes)
     figures.append("control, Schlag et al.'s squared-error probe of elu+1 (pairs retrieved past d' = d_key, the most of "
@@ -202,6 +203,10 @@ def verdict(cells, probes, p, judge):
                    "value token, success at 0.9 of the pairs")
     control_ok = None if c_slope is None or control_open or len(control) < len(CONTROL) else 0.7 <= c_slope <= 1.3
     checks["control (squared error): the pairs retrieved grow like d_k (slope in [0.7, 1.3])"] = control_ok
+    if calibrated is False:
+        return judge.inconclusive(figures + ["; ".join(f"{k}: {v}" for k, v in checks.items())],
+                                  "the calibration failed: our correlation memory of Gaussian pairs does not grow as the "
+                                  "theorem says, so the probe code, not the finding, is in question")
     if control_ok is False:
         return judge.inconclusive(figures + ["; ".join(f"{k}: {v}" for k, v in checks.items())],
                                   f"the control failed: Schlag et al.'s squared-error probe grew with slope {c_slope:.2f}, "

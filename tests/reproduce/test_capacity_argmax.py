@@ -1,0 +1,98 @@
+"""capacity-argmax's verdict on synthetic probe rows: every outcome it can return, from worlds
+whose capacities are set by hand (``synthetic.argmax_probes``), including the one where every
+probe holds nothing."""
+import math
+
+import pandas as pd
+import pytest
+
+from evalsuite.analysis.argmax_probe import law_capacity
+from evalsuite.reproduce.verdict import Outcome
+from tests.reproduce.synthetic import NO_PROBES, argmax_probes, judge
+
+NAME = "capacity-argmax"
+
+
+def like_d(label, dk, dv, seed):
+    return 0.6 * math.sqrt(dk * dv)  # grows like d along the diagonal, like sqrt(side) along a side
+
+
+def test_the_law_holds_in_its_own_world():
+    v = judge(NAME, [], argmax_probes())
+    assert v.status is Outcome.REPRODUCED, v.why
+    assert all(v.checks.values())
+    assert any("calibration slope" in f for f in v.figures) and any("control slope" in f for f in v.figures)
+
+
+def test_growth_like_d_contradicts_it():
+    v = judge(NAME, [], argmax_probes(trained=like_d))
+    assert v.status is Outcome.NOT_REPRODUCED
+    assert "signed linear: n* grows faster than d" in v.why and "delta: n* grows faster than d" in v.why
+
+
+def test_one_memory_growing_like_d_is_enough_to_contradict_it():
+    v = judge(NAME, [], argmax_probes(trained=lambda label, dk, dv, seed: like_d(label, dk, dv, seed) if label == "delta"
+                                      else 0.5 * law_capacity(dk, dv)))
+    assert v.status is Outcome.NOT_REPRODUCED and "delta" in v.why and "elu+1: n*" not in v.why
+
+
+def test_a_side_that_does_not_count_contradicts_it():
+    def key_side_only(label, dk, dv, seed):
+        return 0.5 * law_capacity(dk, 16) if (dk, dv) != (dk, dk) else 0.5 * law_capacity(dk, dv)
+    v = judge(NAME, [], argmax_probes(trained=key_side_only))
+    assert v.status is Outcome.NOT_REPRODUCED and "the d_v side counts" in v.why
+    assert v.checks[next(k for k in v.checks if "the d_k side counts" in k)] is True
+
+
+def test_seeds_that_disagree_leave_it_open():
+    def split(label, dk, dv, seed):
+        return 0.5 * law_capacity(dk, dv) if seed != 2 else like_d(label, dk, dv, seed)
+    v = judge(NAME, [], argmax_probes(trained=split))
+    assert v.status is Outcome.INCONCLUSIVE and "undecided" in v.why
+
+
+def test_probes_that_did_not_converge_are_inconclusive_and_say_so():
+    v = judge(NAME, [], argmax_probes(converged=False))
+    assert v.status is Outcome.INCONCLUSIVE and "not converged" in v.why
+
+
+def test_a_failed_control_is_inconclusive_not_a_finding():
+    v = judge(NAME, [], argmax_probes(control=lambda d: d * d / 8))  # squared error growing like d^2
+    assert v.status is Outcome.INCONCLUSIVE and "the control failed" in v.why
+
+
+def test_a_control_short_of_seeds_leaves_it_open():
+    v = judge(NAME, [], argmax_probes(control_seeds=(0,)))
+    assert v.status is Outcome.INCONCLUSIVE and "unsettled at d_key" in " ".join(v.figures)
+
+
+def test_a_failed_calibration_questions_the_code_not_the_finding():
+    v = judge(NAME, [], argmax_probes(calibration=lambda d: float(d)))
+    assert v.status is Outcome.INCONCLUSIVE and "the calibration failed" in v.why
+
+
+@pytest.mark.parametrize("rows", ["none", "at-the-floor"])
+def test_nothing_measured_or_nothing_held_is_inconclusive(rows):
+    probes = NO_PROBES if rows == "none" else argmax_probes(trained=lambda *a: 0.0, calibration=lambda d: 0.0,
+                                                            control=lambda d: 0.0)
+    v = judge(NAME, [], probes)
+    assert v.status is Outcome.INCONCLUSIVE
+    assert not any(v.checks.values()) if v.checks else True
+
+
+def test_the_calls_sweep_seed_zero_and_report_three_seeds():
+    from evalsuite.reproduce import argmax
+    from evalsuite.reproduce.experiments import capacity_argmax as exp
+    from evalsuite.reproduce.runner import split_probes
+
+    control, calls = split_probes(exp.calls())
+    assert sorted(c["d_key"] for c in control) == list(exp.CONTROL)
+    sweeps = [c for c in calls if c.get("sweep")]
+    assert {c["lr"] for c in sweeps} == set(argmax.RATES) and {c["seed"] for c in sweeps} == {0}
+    reported = [c for c in calls if c.get("probe") == "argmax" and not c.get("sweep")]
+    assert {c["seed"] for c in reported} == set(argmax.REPORTED)
+    # before any sweep has run only the sweeps and calibrations are pending; afterwards, the seeds at the chosen rate
+    first = argmax.pending(calls, pd.DataFrame())
+    assert all(c.get("sweep") or c["probe"] == "calibration" for c in first)
+    world = argmax_probes()  # every reported seed done at lr 0.01, the sweeps not: the sweeps are what is left
+    assert {argmax.key(c) for c in argmax.pending(calls, world)} == {argmax.key(c) for c in sweeps}
