@@ -171,7 +171,7 @@ def _evaluate(probe: CodebookProbe, sets: dict[int, tuple]) -> dict[int, tuple[f
 
 
 def trained_argmax_probe(memory: str, d_key: int, d_value: int, pairs, *, feature_map=None, feature_map_options=None,
-                         memory_options: dict | None = None, n_keys: int = 4096, n_values: int = 4096,
+                         memory_options: dict | None = None, n_keys: int = 512, n_values: int = 512,
                          steps: int = 2000, max_steps: int = 32000, lr: float = 3e-3, batch_size: int = 64,
                          test_sequences: int = 256, seed: int = 0, echo=None) -> pd.DataFrame:
     """Train one probe on a mixture of the pair counts ``pairs`` and read it at each (module

@@ -73,9 +73,14 @@ class SchlagProbe(nn.Module):
     """Schlag et al. 2021, 6.1: K = W_k [v one-hot; e_k], Q = W_q e_q, V = v one-hot, one memory."""
 
     def __init__(self, memory: str, d_key: int, S: int, feature_map=None, feature_map_options=None,
-                 temperature: bool = False):
+                 temperature: bool = False, d_value: int | None = None, seed: int = 0):
         super().__init__()
         self.memory, self.S = memory, S
+        # d_value: values as fixed random unit codes of this size (the state's value side set apart from
+        # S), read back by the nearest code; None: the paper's one-hot values (d_v = S)
+        codes = None if d_value is None else F.normalize(
+            torch.randn(S, d_value, generator=torch.Generator().manual_seed(20_000 + seed)), dim=-1)
+        self.register_buffer("codebook", codes)
         # schlag-ce: a learned log temperature on the read (the logits' scale), from 10; None under squared error
         self.log_temperature = nn.Parameter(torch.tensor(math.log(10.0))) if temperature else None
         # 2S rows as in Schlag et al.'s code, where key and value symbols share one table; here only
@@ -83,16 +88,26 @@ class SchlagProbe(nn.Module):
         self.embed = nn.Embedding(2 * S, int(2 * S * 1.1))
         nn.init.normal_(self.embed.weight, std=1.0)
         e = self.embed.embedding_dim
-        self.key_proj = nn.Linear(e + S, d_key)
+        dv = S if d_value is None else d_value
+        self.key_proj = nn.Linear(e + dv, d_key)
         self.query_proj = nn.Linear(e, d_key)
         bound = 1 / math.sqrt(d_key)
         for lin in (self.key_proj, self.query_proj):
             nn.init.uniform_(lin.weight, -bound, bound)
-        self.beta = nn.Linear(e + S, 1) if memory == "delta" else None
+        self.beta = nn.Linear(e + dv, 1) if memory == "delta" else None
         self.mem = build(memory, d_key, feature_map, feature_map_options)
 
+    def value(self, value_ids):
+        """The value vectors ``[..., d_v]`` of ``value_ids`` (one-hot of size S, or their codes)."""
+        return F.one_hot(value_ids, self.S).float() if self.codebook is None else self.codebook[value_ids]
+
+    def scores(self, read):
+        """Each candidate value's score ``[..., S]`` for a read ``[..., d_v]`` (with one-hot values, the
+        read itself)."""
+        return read if self.codebook is None else read @ self.codebook.T
+
     def forward(self, key_ids, value_ids, query_ids):
-        v = F.one_hot(value_ids, self.S).float()                      # [N, L, S]
+        v = self.value(value_ids)                                      # [N, L, d_v]
         x = torch.cat([v, self.embed(key_ids)], -1)
         k, q = self.key_proj(x), self.query_proj(self.embed(query_ids))
         beta = None
@@ -128,22 +143,27 @@ def _schlag_batch(n, S, setting, gen, device, all_queries=False):
 
 
 def _schlag_loss(probe, read, answer, S):
-    """Per-query loss: the paper's 0.5 ||one-hot - read||^2, or (schlag-ce) cross-entropy on the
-    read times the probe's learned temperature."""
+    """Per-query loss: the paper's 0.5 ||value - read||^2 (the value one-hot, or its code), or
+    (schlag-ce) cross-entropy on the candidates' scores times the probe's learned temperature."""
     if probe.log_temperature is None:
-        return 0.5 * (F.one_hot(answer, S).float() - read).square().sum(-1)
-    logits = read * probe.log_temperature.exp()
+        return 0.5 * (probe.value(answer) - read).square().sum(-1)
+    logits = probe.scores(read) * probe.log_temperature.exp()
     return F.cross_entropy(logits.flatten(0, -2), answer.flatten(), reduction="none").view(answer.shape)
 
 
 def schlag_probe(memory: str, d_key: int, pairs, *, feature_map=None, feature_map_options=None, setting: int = 1,
                  steps: int = 4000, batch_size: int = 32, lr: float = 1e-3, test_sequences: int = 20, seed: int = 0,
-                 device: str = "cpu", echo=None, min_steps: int = 0, loss: str = "squared") -> pd.DataFrame:
+                 device: str = "cpu", echo=None, min_steps: int = 0, loss: str = "squared",
+                 d_value: int | None = None) -> pd.DataFrame:
     """The trained probe as in Schlag et al. 2021, 6.1 (module docstring); one row per S.
     ``min_steps``: no stop on patience before this step (a probe rerun at 4x the steps must get
     them; reaching the loss target still stops it). ``loss``: ``"squared"`` (the paper's) or
-    ``"cross_entropy"`` (variant schlag-ce)."""
+    ``"cross_entropy"`` (variant schlag-ce). ``d_value``: the state's value side, values as fixed
+    random unit codes of that size read back by the nearest one (default: the paper's one-hot
+    values, d_v = S)."""
     pairs = check(memory, d_key, pairs)
+    if d_value is not None and not (isinstance(d_value, int) and d_value >= 1):
+        raise ValueError(f"d_value must be a positive integer, got {d_value!r}")
     if loss not in ("squared", "cross_entropy"):
         raise ValueError(f"loss must be squared or cross_entropy, got {loss!r}")
     variant = "schlag" if loss == "squared" else "schlag-ce"
@@ -154,7 +174,7 @@ def schlag_probe(memory: str, d_key: int, pairs, *, feature_map=None, feature_ma
         torch.manual_seed(seed)
         gen = torch.Generator().manual_seed(seed)
         probe = SchlagProbe(memory, d_key, S, feature_map, feature_map_options,
-                            temperature=loss == "cross_entropy").to(dev)
+                            temperature=loss == "cross_entropy", d_value=d_value, seed=seed).to(dev)
         opt = torch.optim.Adam(probe.parameters(), lr=lr)
         held_out = _schlag_batch(test_sequences, S, setting, torch.Generator().manual_seed(10_000 + seed), dev,
                                  all_queries=True)
@@ -176,8 +196,9 @@ def schlag_probe(memory: str, d_key: int, pairs, *, feature_map=None, feature_ma
                     break
         loss_value, acc = best
         rows.append(row(memory, feature_map, feature_map_options, d_key, S, acc, loss_value, True, setting,
-                        probe.mem.state_floats(S, S), variant=variant, seed=seed, steps=step, max_steps=steps, lr=lr,
-                         batch_size=batch_size, seconds=time.perf_counter() - start))
+                        probe.mem.state_floats(S, d_value or S), variant=variant, seed=seed, steps=step, max_steps=steps,
+                        lr=lr, batch_size=batch_size, seconds=time.perf_counter() - start,
+                        **({} if d_value is None else {"d_value": d_value})))
         if echo:
             echo(f"  {rows[-1]['memory']:>20}  S={S:>4}  held-out accuracy {acc:.3f}  loss {loss_value:.4f}  "
                  f"({step} steps, {rows[-1]['seconds']:.1f} s)")
@@ -191,7 +212,7 @@ def _evaluate_schlag(probe, batch, S):
     key_ids, value_ids, query_ids, answer, present = batch
     read = probe(key_ids, value_ids - S, query_ids)                           # [n, S queries, S values]
     err = _schlag_loss(probe, read, answer, S)
-    hit = read.argmax(-1) == answer
+    hit = probe.scores(read).argmax(-1) == answer
     return float(err[present].mean()), float(hit[present].float().mean())
 
 
@@ -236,16 +257,21 @@ def probe_feature_dim(memory: str, d_key: int) -> int | None:
     return d_key if memory.startswith("linear/") or memory == "delta" else None
 
 
-def probe_curves(probes: pd.DataFrame, d_key: int) -> dict[str, pd.DataFrame]:
+def probe_curves(probes: pd.DataFrame, d_key: int, d_value: int | None = None) -> dict[str, pd.DataFrame]:
     """Per memory, one row per S from the longest step budget probed: accuracy averaged over the
     seeds at that budget, ``seeds``, ``ran_out`` (some seed used every step: it may still have
     been learning) and ``base_steps`` (the memory's first budget). Only trained, setting-1 probes
-    of the paper's variant at ``d_key``: other d_key or variants are never pooled in."""
+    of the paper's variant at ``d_key`` and ``d_value`` (None: the paper's one-hot values): other
+    sides or variants are never pooled in."""
     if probes is None or probes.empty or "d_key" not in probes:
         return {}
     rows = probes[(probes.trained == True) & (probes.setting == 1) & (probes.d_key == d_key)]  # noqa: E712
     if "variant" in rows:
         rows = rows[rows.variant.fillna("schlag") == "schlag"]
+    if "d_value" in rows:
+        rows = rows[rows.d_value.isna()] if d_value is None else rows[rows.d_value == d_value]
+    elif d_value is not None:
+        rows = rows.iloc[:0]
     if rows.empty:
         return {}
     rows = rows.assign(max_steps=rows.get("max_steps", pd.Series(0, index=rows.index)).fillna(0),

@@ -43,18 +43,26 @@ def _load_run(store_path, run):
 @click.option("--setting", default=1, show_default=True, type=click.Choice(["1", "2"]),
               help="trained probe: 1 each key written once, 2 keys recur and the latest value counts")
 @click.option("--steps", default=4000, show_default=True, type=click.IntRange(min=1), help="trained probe: steps per S")
-@click.option("--variant", default="schlag", show_default=True, type=click.Choice(["schlag", "schlag-ce", "tied"]),
+@click.option("--d-value", default=None, type=click.IntRange(1, 4096),
+              help="the state's value side d_v (default: d_key; schlag and schlag-ce: the paper's one-hot values, d_v = S)")
+@click.option("--variant", default="schlag", show_default=True,
+              type=click.Choice(["schlag", "schlag-ce", "tied", "argmax"]),
               help="trained probe: schlag = Schlag et al. 6.1 (one-hot values, own query projection, held-out knee); "
                    "schlag-ce = the same trained with cross-entropy through a learned temperature (a language "
-                   "model's objective, not the paper's); tied = random unit values, query through the key projection")
+                   "model's objective, not the paper's); tied = random unit values, query through the key projection; "
+                   "argmax = learned key and value codebooks, cross-entropy over every value token, one probe for every S, "
+                   "its steps doubled from --steps until the capacity (pairs read back at >= 0.9) moves by < 5%")
+@click.option("--lr", default=None, type=click.FloatRange(min=0, min_open=True),
+              help="trained probe: learning rate (default: the variant's own; argmax 0.01, and capacity-argmax "
+                   "sweeps 0.003, 0.01, 0.03 on seed 0)")
 @click.option("--threshold", default=TARGET_ACCURACY, show_default=True, type=click.FloatRange(0, 1))
 @common.seed_option
 @click.option("--csv", "csv_path", default=None, type=click.Path(), help="also write the table as CSV")
 @common.overwrite_option
 @click.option("--save", is_flag=True, help="record the rows in the store (the report's capacity section shows them)")
 @common.store_option
-def analyze_capacity(memory, feature_map, map_options, d_key, pairs, trained, setting, steps, variant, threshold, seed,
-                     csv_path, overwrite, save, store_path):
+def analyze_capacity(memory, feature_map, map_options, d_key, pairs, trained, setting, steps, d_value, variant, lr, threshold,
+                     seed, csv_path, overwrite, save, store_path):
     """Retrieval accuracy of one memory as the number of stored pairs grows; prints the knee."""
     from evalsuite import analysis, files
     from evalsuite.overrides import parse_value
@@ -73,15 +81,38 @@ def analyze_capacity(memory, feature_map, map_options, d_key, pairs, trained, se
         if not sep:
             raise common.BadInput(f"--option {item!r}: expected KEY=VALUE, e.g. --option nu=2")
         options[key.strip()] = parse_value(value.strip())
+    if variant == "argmax" and not trained:
+        raise common.BadInput("--variant argmax: a trained probe; add --trained")
+    if variant == "argmax" and setting != "1":
+        raise common.BadInput("--setting: the argmax probe writes each key once (setting 1)")
     extra = dict(setting=int(setting), steps=steps, variant=variant, echo=click.echo) if trained else {}
+    if d_value is not None:
+        extra["d_value"] = d_value
+    if lr is not None:
+        if not trained:
+            raise common.BadInput("--lr: only a trained probe has a learning rate; add --trained")
+        extra["lr"] = lr
     try:
-        df = analysis.capacity_probe(memory, feature_map=feature_map, d_key=d_key, pairs=pair_counts,
-                                     trained=trained, seed=seed, feature_map_options=options or None, **extra)
+        if variant == "argmax" and trained:
+            from evalsuite.analysis import argmax_probe
+
+            df = argmax_probe.trained_argmax_probe(memory, d_key, d_value or d_key, pair_counts, feature_map=feature_map,
+                                                   feature_map_options=options or None, steps=steps, max_steps=16 * steps,
+                                                   lr=lr or 0.01, seed=seed, echo=click.echo)
+        else:
+            df = analysis.capacity_probe(memory, feature_map=feature_map, d_key=d_key, pairs=pair_counts,
+                                         trained=trained, seed=seed, feature_map_options=options or None, **extra)
     except (ValueError, TypeError) as exc:  # a feature-map option it does not take, a bad value
         raise common.BadInput(str(exc)) from None
-    click.echo(common.table(df[["memory", "pairs", "accuracy", "loss", "state_floats"]]))
-    click.echo(f"knee (largest S at >= {threshold}): {analysis.knee(df, threshold)}; "
-               f"50% point: {analysis.half_point(df):.1f}")
+    if variant == "argmax" and trained:
+        last = df[df.max_steps == df.max_steps.max()]
+        click.echo(common.table(last[["memory", "d_key", "d_value", "pairs", "accuracy", "every_pair", "steps"]]))
+        click.echo(f"capacity (pairs read back at >= {argmax_probe.SUCCESS} each): {last.capacity.iloc[0]:.1f}"
+                   + ("" if last.converged.iloc[0] else f" (not converged within {int(last.max_steps.iloc[0]):,} steps)"))
+    else:
+        click.echo(common.table(df[["memory", "pairs", "accuracy", "loss", "state_floats"]]))
+        click.echo(f"knee (largest S at >= {threshold}): {analysis.knee(df, threshold)}; "
+                   f"50% point: {analysis.half_point(df):.1f}")
     if csv_path:
         files.write_text(csv_path, df.to_csv(index=False))
     if store is not None:

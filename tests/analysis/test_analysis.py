@@ -166,6 +166,29 @@ def test_the_d_prime_law_is_the_squared_errors_the_cross_entropy_probe_passes_it
     assert ce.accuracy.iloc[0] * 16 >= 2 * 4
 
 
+def test_a_small_value_side_binds_under_cross_entropy():
+    """The same cross-entropy probe (elu+1 at d_key 4, 16 pairs, 1,500 steps) with the paper's
+    one-hot values (d_v = S = 16) and with values as codes of size 2: the state's value side counts
+    (5.2 of 16 pairs against 2.1 here)."""
+    one_hot = analysis.capacity_probe("linear", d_key=4, pairs=[16], trained=True, steps=1500, variant="schlag-ce")
+    small = analysis.capacity_probe("linear", d_key=4, pairs=[16], trained=True, steps=1500, variant="schlag-ce",
+                                    d_value=2)
+    assert small.accuracy.iloc[0] < one_hot.accuracy.iloc[0] - 0.1
+    assert small.d_value.iloc[0] == 2 and small.state_floats.iloc[0] < one_hot.state_floats.iloc[0]
+    assert "d_value" not in one_hot  # the paper's one-hot values are stored as they were
+
+
+def test_probe_curves_never_pool_value_sides():
+    from evalsuite.analysis.capacity import probe_curves
+
+    rows = pd.DataFrame([{"memory": "linear/elu1", "pairs": 8, "accuracy": a, "trained": True, "setting": 1, "d_key": 8,
+                          "variant": "schlag", "seed": 0, "steps": 100, "max_steps": 100, "d_value": dv}
+                         for a, dv in ((1.0, None), (0.25, 2))])
+    assert probe_curves(rows, 8)["linear/elu1"].accuracy.tolist() == [1.0]
+    assert probe_curves(rows, 8, d_value=2)["linear/elu1"].accuracy.tolist() == [0.25]
+    assert probe_curves(rows.drop(columns="d_value"), 8, d_value=2) == {}
+
+
 def test_trained_probe_setting2_latest_value_wins_for_delta():
     """Keys recur: summing (linear) mixes a key's old and new values; the delta rule overwrites."""
     delta = analysis.capacity_probe("delta", d_key=8, pairs=[4], trained=True, setting=2, steps=1500)
@@ -196,6 +219,13 @@ def test_run_records_analysis_and_weights_and_cli_analyzes_them(store_path):
     assert cap.exit_code == 0 and "knee" in cap.output and "dpfp(nu=2)" in cap.output
     bad = runner.invoke(main, ["analyze", "capacity", "--feature-map", "dpfp", "--option", "nu=0"])
     assert bad.exit_code == 2 and "nu must be" in bad.output
+    top1 = runner.invoke(main, ["analyze", "capacity", "--trained", "--variant", "argmax", "--d-key", "4", "--d-value", "4",
+                                "--pairs", "1,2,4", "--steps", "50"])
+    assert top1.exit_code == 0 and "capacity (pairs read back at >= 0.9 each)" in top1.output, top1.output
+    for args, says in ((["--variant", "argmax"], "add --trained"), (["--trained", "--variant", "argmax", "--setting", "2"],
+                                                                    "--setting"), (["--d-value", "0"], "--d-value")):
+        bad = runner.invoke(main, ["analyze", "capacity", *args])
+        assert bad.exit_code == 2 and says in bad.output, bad.output
 
 
 def test_probe_rows_are_keyed_by_every_setting(store_path):
