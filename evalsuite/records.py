@@ -208,6 +208,20 @@ class RunRecord(BaseModel):
 CURVE_POINTS = 64  # a learning curve as a report embeds it: at most this many points per run
 
 
+SEGMENT_PREFIX = "val_accuracy@"  # a mixture's per-segment validation accuracy in a history entry
+
+
+def segment_curves(history: list[dict[str, Any]]) -> dict[str, list[tuple[int, float]]]:
+    """A mixed run's learning curve per segment (``"num_kv_pairs=8"`` -> ``[(step, validation
+    accuracy)]``), from the history entries ``train.loop.segment_accuracies`` wrote."""
+    out: dict[str, list[tuple[int, float]]] = {}
+    for h in history:
+        for k, v in h.items():
+            if k.startswith(SEGMENT_PREFIX) and isinstance(v, (int, float)) and math.isfinite(v):
+                out.setdefault(k[len(SEGMENT_PREFIX):], []).append((int(h["step"]), float(v)))
+    return {k: sorted(v) for k, v in out.items()}
+
+
 def thin_history(history: list[dict[str, Any]], points: int = CURVE_POINTS) -> list[dict[str, Any]]:
     """A run's learning curve as reports embed it: its validation passes (step, validation accuracy,
     training loss), at most ``points`` of them, evenly spaced by index with the first, the last and
@@ -229,6 +243,8 @@ def thin_history(history: list[dict[str, Any]], points: int = CURVE_POINTS) -> l
         loss = h.get("train_loss")
         if isinstance(loss, (int, float)) and math.isfinite(loss):
             row["train_loss"] = round(float(loss), 4)
+        row.update({k: round(float(v), 4) for k, v in h.items() if k.startswith(SEGMENT_PREFIX)
+                    and isinstance(v, (int, float)) and math.isfinite(v)})  # a mixture's segments
         out.append(row)
     return out
 
@@ -329,3 +345,4 @@ class Verdict(BaseModel):
     why: str = ""
     cells: list[VerdictCell] = Field(default_factory=list)  # what the verdict read, for its figure
     control: bool = False  # a positive control of the suite (what a working set-up shows), not a finding
+    retired: str = ""  # why the finding is no longer run (its outcome kept as judged); "" while it is run

@@ -8,6 +8,7 @@ from __future__ import annotations
 from evalsuite.records import Verdict
 
 CONTROL = " (control)"
+RETIRED = " (retired)"
 
 
 def results_markdown(verdicts: list[Verdict], *, scale: str, command: str, shown: dict[str, str] | None = None,
@@ -23,13 +24,19 @@ def results_markdown(verdicts: list[Verdict], *, scale: str, command: str, shown
              "Outcomes: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + ".", "",
              "| finding | outcome | clauses shown / contradicted / undecided |" + (f" {shown_label} |" if shown else ""),
              "|---|---|---|" + ("---|" if shown else "")]
-    lines += [f"| [{v.name}](#{v.name}){CONTROL if v.control else ''} | {v.status.value} | {clause_counts(v)} |"
+    lines += [f"| [{v.name}](#{v.name}){CONTROL if v.control else ''}{RETIRED if v.retired else ''} | {v.status.value} | "
+              f"{clause_counts(v)} |"
               + (f" {shown.get(v.name, 'n/a')} |" if shown else "") for v in verdicts]
     if any(v.control for v in verdicts):
         lines += ["", f"{CONTROL.strip()}: a positive control, what a working set-up must show; not a finding."]
+    if any(v.retired for v in verdicts):
+        lines += ["", f"{RETIRED.strip()}: no longer run (`reproduce` with no names leaves it out); its outcome stands "
+                  "as judged, with the reason under its heading."]
     for v in verdicts:
         lines += ["", f"## {v.name}", "", ("*A positive control, not a finding.* " if v.control else "")
                   + f"**{v.status.value}**: {v.finding} ({v.source})"]
+        if v.retired:
+            lines += ["", f"*Retired:* {v.retired}"]
         if v.why:
             lines += ["", v.why]
         lines += [""] + [f"- {f}" for f in v.figures]

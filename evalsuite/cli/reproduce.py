@@ -58,7 +58,8 @@ def reproduce(names, scale, list_only, plan_only, executor, workers, address, de
                    f"it), about {cpu[1]:g} if none does (its 4x reruns; docs/PROJECTION.md)" if isinstance(cpu, tuple)
                    else f"about {cpu:g} min at cpu scale on 2 workers")
             click.echo(f"{e.name}  ({e.source}{group})\n    {e.finding}\n    expected: {cpu}; about "
-                       f"{e.minutes['paper']:g} GPU-min at paper scale")
+                       f"{e.minutes['paper']:g} GPU-min at paper scale"
+                       + (f"\n    retired (run only when named): {e.retired}" if e.retired else ""))
         return
     experiments = rep.select(names)
     if plan_only:

@@ -23,8 +23,9 @@ def get(name: str) -> Experiment:
 
 
 def select(names) -> list[Experiment]:
-    """The experiments ``names`` ask for (a name or a group such as ``frontier``; all for none), in
-    listing order; ``UserError`` with a did-you-mean for a name that is neither."""
+    """The experiments ``names`` ask for (a name or a group such as ``frontier``; for none, all but
+    the retired ones), in listing order; ``UserError`` with a did-you-mean for a name that is
+    neither."""
     everything = all_experiments()
     groups = {e.group for e in everything if e.group}
     known = [e.name for e in everything] + sorted(groups)
@@ -34,7 +35,7 @@ def select(names) -> list[Experiment]:
                  for n in unknown]
         raise UserError(f"NAMES: unknown experiment {', '.join(hints)}; available: {', '.join(known)}")
     if not names:
-        return everything
+        return [e for e in everything if not e.retired]
     wanted = set(names)
     return [e for e in everything if e.name in wanted or e.group in wanted]
 

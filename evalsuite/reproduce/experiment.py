@@ -164,7 +164,9 @@ class Experiment:
     ``metrics["analysis"]`` the verdict reads (a compact report keeps those for the experiment's
     runs, and no others); ``group``: experiments that share one sweep, named together on the
     command line; ``order``: the place in listings and reports; ``control``: a positive control of
-    the suite (what a working set-up must show), labelled so in every table, never a finding."""
+    the suite (what a working set-up must show), labelled so in every table, never a finding;
+    ``retired``: why the finding is no longer run (``reproduce`` with no names leaves it out; named,
+    it still judges and runs its cells), shown beside its outcome."""
 
     name: str
     finding: str
@@ -177,6 +179,7 @@ class Experiment:
     group: str | None = None
     order: int = 100
     control: bool = False
+    retired: str = ""
 
     def params(self, scale: str) -> Mapping[str, Any]:
         return self.designs[scale].params
@@ -208,7 +211,7 @@ class Experiment:
 
     def judge(self, runs: list[RunRecord], probes: pd.DataFrame, scale: str, *, every_budget: bool = False) -> Verdict:
         return self.verdict(self.cells(runs, scale, every_budget=every_budget), probes, self.params(scale),
-                            Judge(self.name, self.finding, self.source, is_control=self.control))
+                            Judge(self.name, self.finding, self.source, is_control=self.control, retired=self.retired))
 
     def judged_cells(self, runs: list[RunRecord], scale: str) -> list[Cell]:
         """The cells the escalation settles: those a clause or a control reads."""

@@ -114,12 +114,13 @@ class Judge:
     source: str
     read: list[Cell] = field(default_factory=list, compare=False)  # the cells shown to ``missing``
     is_control: bool = False  # the experiment is a positive control (``Experiment.control``)
+    retired: str = ""  # why the experiment is no longer run (``Experiment.retired``)
 
     def verdict(self, status: Outcome, figures: list[str], why: str = "",
                 checks: dict[str, bool | None] | None = None) -> Verdict:
         return Verdict(name=self.name, finding=self.finding, source=self.source, status=status, figures=figures,
                        checks=checks or {}, why=why, cells=[summary(c) for c in self.read if c.present],
-                       control=self.is_control)
+                       control=self.is_control, retired=self.retired)
 
     def inconclusive(self, figures: list[str], why: str) -> Verdict:
         return self.verdict(INCONCLUSIVE, figures, why)

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from evalsuite.config import RunConfig, TrainConfig
 from evalsuite.models.feature_maps import FeatureMap
 from evalsuite.models.state import state_size
-from evalsuite.records import RunRecord, Status
+from evalsuite.records import SEGMENT_PREFIX, RunRecord, Status
 from evalsuite.tasks import IGNORE, Batch
 from evalsuite.tasks import readers
 from evalsuite.tasks.base import FLOOR_WARNING, long_only_warning, majority_rate
@@ -33,6 +33,12 @@ from .schedule import convergence, lr_factor  # noqa: F401 - part of this module
 from .data import Graded, make_data, stage
 from .evaluate import autocast_for, evaluate, grader
 from .progress import EXPECT_AFTER, expected_line, progress_bar
+
+
+def segment_accuracies(slices: list[dict], keys: tuple[str, ...]) -> dict[str, float]:
+    """History entries of a mixture's segments: ``"val_accuracy@num_kv_pairs=8"`` (the keys its
+    segments differ in) -> that segment's validation accuracy (``records.segment_curves`` reads them)."""
+    return {f"{SEGMENT_PREFIX}{','.join(f'{k}={s[k]}' for k in keys)}": s["accuracy"] for s in slices}
 
 class Diverged(RuntimeError):
     pass
@@ -180,6 +186,10 @@ class TrainingState:
         self.data, self.tasks = data, self.config.task.tasks
         self.grader = grader(self.tasks)  # RegBench accepts several answers at a position, in every split
         self.slice_keys = tuple(dict.fromkeys(k for t in self.tasks for k in t.slice_keys))
+        # a training mixture's validation accuracy per segment goes into the history too (``val_by``:
+        # each D's learning curve of a mixed-D run), sliced by the keys its segments differ in
+        self.val_keys = tuple(k for k in self.slice_keys
+                              if len({getattr(t.params, k, None) for t in self.tasks}) > 1) if len(self.tasks) > 1 else ()
         self.model = self.config.model.build(self.config.task.vocab_size).to(self.device)
         self.rng = torch.get_rng_state()  # what random feature maps draw from (resample)
         self.seq_len = data["train"].inputs.shape[1]
@@ -243,10 +253,12 @@ class TrainingState:
             raise Diverged(f"training loss became {float(self.losses[bad])} at step {self.step - len(self.losses) + bad + 1}")
         self.loss_value, self.losses = float(self.losses[-1]), []
         begin = time.perf_counter()
-        val = evaluate(self.model, self.data["val"], self.device, self.train.precision, task=self.grader)
+        val = evaluate(self.model, self.data["val"], self.device, self.train.precision, task=self.grader,
+                       slice_keys=self.val_keys)
         self.eval_time += time.perf_counter() - begin
         self.history.append({"step": self.step, "train_loss": self.loss_value, "val_loss": val["loss"],
-                             "val_accuracy": val["accuracy"], "lr": self.schedule.get_last_lr()[0]})
+                             "val_accuracy": val["accuracy"], "lr": self.schedule.get_last_lr()[0],
+                             **(segment_accuracies(val["slices"], self.val_keys) if self.val_keys else {})})
         # ties go to the earlier checkpoint, unless the run trains on past its target (then the later)
         better = val["accuracy"] > self.best["accuracy"] or (not self.train.stop_at_target
                                                             and val["accuracy"] == self.best["accuracy"])

@@ -168,3 +168,17 @@ def test_a_mixed_d_run_reports_accuracy_and_floor_at_each_d():
     accs = [r.metrics[f"eval_{i}_accuracy"] for i in range(len(Ds))]
     floors = [r.metrics[f"eval_{i}_floor"] for i in range(len(Ds))]
     assert all(0 <= a <= 1 for a in accs) and floors == sorted(floors, reverse=True) and floors[0] > floors[-1]
+    # each D's learning curve: the validation accuracy per segment at every evaluation, whose mean
+    # weighted by each segment's graded positions (counted from the data) is the mixture's
+    from evalsuite.records import segment_curves
+    from evalsuite.train.data import make_data
+
+    curves = segment_curves(r.history)
+    names = [f"num_kv_pairs={D},seq_len={4 * D}" for D in Ds]
+    assert sorted(curves) == sorted(names)
+    assert all([s for s, _ in curve] == [h["step"] for h in r.history] for curve in curves.values())
+    val = make_data(c.task, c.train, c.seed)[0]["val"]
+    graded = {D: int(val.score_mask[val.meta["num_kv_pairs"] == D].sum()) for D in Ds}
+    for h in r.history:
+        mean = sum(h[f"val_accuracy@{name}"] * graded[D] for name, D in zip(names, Ds)) / sum(graded.values())
+        assert abs(mean - h["val_accuracy"]) < 1e-9
