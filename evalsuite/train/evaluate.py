@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from evalsuite.resources import eval_batch_size
+from evalsuite.records import SEGMENT_PREFIX
 from evalsuite.tasks import Batch
 
 
@@ -72,3 +73,9 @@ def evaluate(model, data: Batch, device: torch.device, precision: str = "auto", 
             c, n = int(correct[idx].sum()), int(counts[idx].sum())
             out["slices"].append({**dict(zip(keys, values)), "accuracy": c / max(n, 1), "graded": n})
     return out
+
+
+def segment_accuracies(slices: list[dict], keys: tuple[str, ...]) -> dict[str, float]:
+    """History entries of a mixture's segments: ``"val_accuracy@num_kv_pairs=8"`` (the keys its
+    segments differ in) -> that segment's validation accuracy (``records.segment_curves`` reads them)."""
+    return {f"{SEGMENT_PREFIX}{','.join(f'{k}={s[k]}' for k in keys)}": s["accuracy"] for s in slices}

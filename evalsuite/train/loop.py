@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from evalsuite.config import RunConfig, TrainConfig
 from evalsuite.models.feature_maps import FeatureMap
 from evalsuite.models.state import state_size
-from evalsuite.records import SEGMENT_PREFIX, RunRecord, Status
+from evalsuite.records import RunRecord, Status
 from evalsuite.tasks import IGNORE, Batch
 from evalsuite.tasks import readers
 from evalsuite.tasks.base import FLOOR_WARNING, long_only_warning, majority_rate
@@ -31,14 +31,9 @@ from . import branch
 from .branch import SegmentEnded, checkpoint_every, segment_deadline  # noqa: F401 - part of this module's interface
 from .schedule import convergence, lr_factor  # noqa: F401 - part of this module's interface
 from .data import Graded, make_data, stage
-from .evaluate import autocast_for, evaluate, grader
+from .evaluate import autocast_for, evaluate, grader, segment_accuracies
 from .progress import EXPECT_AFTER, expected_line, progress_bar
 
-
-def segment_accuracies(slices: list[dict], keys: tuple[str, ...]) -> dict[str, float]:
-    """History entries of a mixture's segments: ``"val_accuracy@num_kv_pairs=8"`` (the keys its
-    segments differ in) -> that segment's validation accuracy (``records.segment_curves`` reads them)."""
-    return {f"{SEGMENT_PREFIX}{','.join(f'{k}={s[k]}' for k in keys)}": s["accuracy"] for s in slices}
 
 class Diverged(RuntimeError):
     pass
