@@ -181,10 +181,8 @@ class TrainingState:
         self.data, self.tasks = data, self.config.task.tasks
         self.grader = grader(self.tasks)  # RegBench accepts several answers at a position, in every split
         self.slice_keys = tuple(dict.fromkeys(k for t in self.tasks for k in t.slice_keys))
-        # a training mixture's validation accuracy per segment goes into the history too (``val_by``:
-        # each D's learning curve of a mixed-D run), sliced by the keys its segments differ in
-        self.val_keys = tuple(k for k in self.slice_keys
-                              if len({getattr(t.params, k, None) for t in self.tasks}) > 1) if len(self.tasks) > 1 else ()
+        # a mixture's validation accuracy per segment (each D's learning curve), by the keys its segments differ in
+        self.val_keys = tuple(k for k in self.slice_keys if len({getattr(t.params, k, None) for t in self.tasks}) > 1)
         self.model = self.config.model.build(self.config.task.vocab_size).to(self.device)
         self.rng = torch.get_rng_state()  # what random feature maps draw from (resample)
         self.seq_len = data["train"].inputs.shape[1]
@@ -248,8 +246,7 @@ class TrainingState:
             raise Diverged(f"training loss became {float(self.losses[bad])} at step {self.step - len(self.losses) + bad + 1}")
         self.loss_value, self.losses = float(self.losses[-1]), []
         begin = time.perf_counter()
-        val = evaluate(self.model, self.data["val"], self.device, self.train.precision, task=self.grader,
-                       slice_keys=self.val_keys)
+        val = evaluate(self.model, self.data["val"], self.device, self.train.precision, task=self.grader, slice_keys=self.val_keys)
         self.eval_time += time.perf_counter() - begin
         self.history.append({"step": self.step, "train_loss": self.loss_value, "val_loss": val["loss"],
                              "val_accuracy": val["accuracy"], "lr": self.schedule.get_last_lr()[0],
