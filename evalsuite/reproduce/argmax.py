@@ -5,7 +5,8 @@ A call is a dict: ``{"probe": "calibration", "d_key", "d_value", "seed"}`` (rand
 training) or ``{"probe": "argmax", "memory", "feature_map", "memory_options", "objective",
 "d_key", "d_value", "pairs", "n_keys", "n_values", "lr", "seed", "steps", "max_steps"}`` (a trained
 probe). Rates follow the suite's protocol: seed 0 sweeps ``RATES`` where a call says
-``"sweep": True``; the rate with the highest capacity on seed 0 (ties: the smaller) is then run on
+``"sweep": True`` (grown a half-decade past an edge whose rate wins by more than 5%); the rate with
+the highest capacity on seed 0 (ties: the smaller) is then run on
 the reported seeds ``REPORTED`` (1, 2, 3), whose mean the verdict reads; a call without a sweep
 takes the rate its ``"rate_from"`` configuration chose. Every call's rows go into the store's
 probes table as it finishes, so a segment that ends resumes where it stopped.
@@ -56,20 +57,54 @@ def done_calls(probes: pd.DataFrame | None) -> set[str]:
     return set(probes.call.dropna())
 
 
-def chosen_rates(calls: list[dict], probes: pd.DataFrame | None) -> dict[str, float]:
-    """Configuration key -> the rate seed 0 chose (the highest final capacity; ties: the smaller
-    rate), for the configurations whose sweep is complete."""
+EDGE_GAIN = 0.05  # a best rate at the grid's edge that beats its neighbour by more than this (relative) grows it
+
+
+GRID = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3)  # the half-decade steps a sweep grows along
+
+
+def _beyond(lr: float, up: bool) -> float | None:
+    """The next rate of ``GRID`` past ``lr`` (None past its ends)."""
+    nxt = [g for g in GRID if (g > lr * 1.01 if up else g < lr / 1.01)]
+    return (nxt[0] if up else nxt[-1]) if nxt else None
+
+
+def sweep_state(calls: list[dict], probes: pd.DataFrame | None) -> dict[str, tuple[float | None, list[dict]]]:
+    """Configuration key -> (the rate seed 0 chose, or None while it waits; the sweep calls to run
+    first). The rate with the highest final capacity wins (ties: the smaller rate); a winner at the
+    edge of the rates tried that beats its neighbour by more than ``EDGE_GAIN`` is no choice yet:
+    the grid grows one step past that edge (along ``GRID``), as the suite's sweeps grow."""
     caps = final(probes)
-    out = {}
     sweeps: dict[str, list[dict]] = {}
     for c in calls:
         if c.get("sweep") and c["seed"] == SWEEP_SEED:
             sweeps.setdefault(config_key(c), []).append(c)
+    out = {}
     for ck, group in sweeps.items():
-        got = [(caps.get(key(c)), c["lr"]) for c in group]
-        if all(g is not None for g, _ in got):
-            out[ck] = max(got, key=lambda x: (x[0][0] if math.isfinite(x[0][0]) else 1e9, -x[1]))[1]
+        group = list({c["lr"]: c for c in group}.values())
+        while True:
+            todo = [c for c in group if caps.get(key(c)) is None]
+            if todo:
+                out[ck] = (None, todo)
+                break
+            got = sorted((caps[key(c)][0] if math.isfinite(caps[key(c)][0]) else 1e9, c["lr"]) for c in group)
+            best = max(got, key=lambda x: (x[0], -x[1]))
+            rates = sorted(c["lr"] for c in group)
+            i = rates.index(best[1])
+            edge = i in (0, len(rates) - 1) and len(rates) > 1
+            neighbour = dict((lr, cap) for cap, lr in got)[rates[1] if i == 0 else rates[-2]] if edge else None
+            nxt = _beyond(best[1], up=i == len(rates) - 1) if edge else None
+            if edge and best[0] > (1 + EDGE_GAIN) * max(neighbour, 1e-9) and nxt is not None and nxt not in rates:
+                group.append({**group[0], "lr": nxt})
+                continue
+            out[ck] = (best[1], [])
+            break
     return out
+
+
+def chosen_rates(calls: list[dict], probes: pd.DataFrame | None) -> dict[str, float]:
+    """Configuration key -> the rate seed 0 chose (``sweep_state``), for the sweeps that chose."""
+    return {ck: lr for ck, (lr, _) in sweep_state(calls, probes).items() if lr is not None}
 
 
 def final(probes: pd.DataFrame | None) -> dict[str, tuple[float, bool]]:
@@ -85,14 +120,17 @@ def final(probes: pd.DataFrame | None) -> dict[str, tuple[float, bool]]:
 
 
 def pending(calls: list[dict], probes: pd.DataFrame | None) -> list[dict]:
-    """The calls to run now: sweeps and calibrations not done, then the reported seeds of every
-    configuration whose rate is chosen (at that rate)."""
-    done, rates = done_calls(probes), chosen_rates(calls, probes)
-    out = []
+    """The calls to run now: sweeps (grown where the best rate sat at an edge) and calibrations not
+    done, then the reported seeds of every configuration whose rate is chosen (at that rate)."""
+    done, state = done_calls(probes), sweep_state(calls, probes)
+    rates = {ck: lr for ck, (lr, _) in state.items() if lr is not None}
+    out = [c for _, todo in state.values() for c in todo]  # sweeps not done, the grid's growth among them
     for c in calls:
-        if c["probe"] == "calibration" or c.get("sweep") and c["seed"] == SWEEP_SEED:
+        if c["probe"] == "calibration":
             if key(c) not in done:
                 out.append(c)
+            continue
+        if c.get("sweep") and c["seed"] == SWEEP_SEED:
             continue
         lr = rates.get(c.get("rate_from") or config_key(c))
         if lr is None:
@@ -109,7 +147,7 @@ def run(calls: list[dict], store, *, workers: int = 1, echo=print, deadline: flo
     import multiprocessing
 
     failed: set[str] = set()
-    for _ in range(2):  # the sweeps, then the seeds at the rates they chose
+    for _ in range(4):  # the sweeps (and up to two growths of a grid), then the seeds at the rates they chose
         todo = [c for c in pending(calls, store.probes()) if key(c) not in failed]
         if not todo:
             continue

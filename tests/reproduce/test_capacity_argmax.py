@@ -96,3 +96,32 @@ def test_the_calls_sweep_seed_zero_and_report_three_seeds():
     assert all(c.get("sweep") or c["probe"] == "calibration" for c in first)
     world = argmax_probes()  # every reported seed done at lr 0.01, the sweeps not: the sweeps are what is left
     assert {argmax.key(c) for c in argmax.pending(calls, world)} == {argmax.key(c) for c in sweeps}
+
+
+def _sweep_world(caps_by_lr: dict[float, float]):
+    """One configuration's seed-0 sweep calls and rows where rate ``lr`` reached ``caps_by_lr[lr]``."""
+    from evalsuite.reproduce import argmax
+    from evalsuite.reproduce.experiments import capacity_argmax as exp
+
+    calls = [exp.call("signed linear", 8, 8, 0, lr=lr, sweep=True) for lr in argmax.RATES]
+    rows = pd.DataFrame([{"call": argmax.key({**calls[0], "lr": lr}), "capacity": cap, "converged": True, "max_steps": 4000}
+                         for lr, cap in caps_by_lr.items()])
+    return calls, rows
+
+
+@pytest.mark.parametrize("caps, chosen, grows_to", [
+    ({0.003: 2.0, 0.01: 2.2, 0.03: 2.1}, 0.01, None),           # an inner best: chosen
+    ({0.003: 10.2, 0.01: 10.1, 0.03: 9.9}, 0.003, None),        # at the edge by 1%: a tie, chosen
+    ({0.003: 12.0, 0.01: 10.0, 0.03: 9.0}, None, 0.001),        # at the edge by 20%: the grid grows down
+    ({0.003: 1.0, 0.01: 2.0, 0.03: 3.0}, None, 0.1),            # ... or up
+    ({0.003: 1.0, 0.01: 2.0, 0.03: 3.0, 0.1: 2.9}, 0.03, None),  # grown, and the best is inner now
+    ({0.003: 0.0, 0.01: 0.0, 0.03: 0.0}, 0.003, None),          # nothing learned anywhere: the smallest, no growth
+], ids=["inner", "edge-tie", "edge-grows-down", "edge-grows-up", "grown-then-inner", "all-zero"])
+def test_a_sweep_grows_past_an_edge_that_wins_clearly(caps, chosen, grows_to):
+    from evalsuite.reproduce import argmax
+
+    calls, rows = _sweep_world(caps)
+    (lr, todo), = argmax.sweep_state(calls, rows).values()
+    assert lr == chosen
+    assert [c["lr"] for c in todo] == ([grows_to] if grows_to else [])
+    assert [c["lr"] for c in argmax.pending(calls, rows)] == [c["lr"] for c in todo]
