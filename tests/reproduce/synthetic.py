@@ -398,7 +398,7 @@ def argmax_probes(trained=None, calibration=None, control=None, converged=True, 
         rows += [{"probe": "argmax", "variant": "trained", "label": c["label"], "d_key": c["d_key"],
                   "d_value": c["d_value"], "seed": c["seed"], "pairs": n, "accuracy": 1.0 if n <= cap else cap / n,
                   "capacity": cap, "max_steps": steps, "converged": converged if steps == 4000 else False,
-                  "call": argmax.key({**c, "lr": 0.01}), "trained": True, "setting": 1}
+                  "call": argmax.key({**c, "lr": 0.01}), "trained": True, "setting": 1, "n_keys": c["n_keys"]}
                  for steps in (2000, 4000) for n in c["pairs"]]
     frames = [pd.DataFrame(rows)]
     for d in exp.CONTROL:
@@ -406,3 +406,45 @@ def argmax_probes(trained=None, calibration=None, control=None, converged=True, 
         grid = sorted({max(1, round(d * f)) for f in (0.5, 0.75, 1, 1.5, 2, 3, 4)})
         frames.append(probes({"linear/elu1": k}, grid=grid, seeds=control_seeds).assign(d_key=d))
     return pd.concat(frames, ignore_index=True)
+
+
+def capacity_trained(world=None, probe=None, converged=True, soft=1.0, moving=0.0, unsettled=(), probe_seeds=(1, 2, 3)):
+    """Runs and probe rows of capacity-trained. ``world``: (model, d_k, d_v, layers) -> the pairs a
+    trained configuration holds (accuracy 1 up to them, then 0.85 n / D; default 3 at d 8, 14 at d
+    16, 10 at (8, 32)); ``probe``: (model, d_k, d_v) -> the probe's n* (default: the trained n* of
+    the two-layer configuration, so the claim holds); softmax at ``soft`` at every D; ``moving``: the
+    gain of every 4x rerun; ``unsettled``: configurations run at one rate and one seed. Returns
+    ``(runs, probes)``."""
+    from evalsuite.analysis.argmax_probe import capacity
+    from evalsuite.reproduce import argmax
+    from evalsuite.reproduce.experiments import capacity_trained as ct
+
+    held = {(m, dk, dv, L): {8: 3.0, 16: 14.0}.get(dk if dk == dv else 0, 10.0) for m, dk, dv, L in ct.CONFIGS}
+    held.update(world or {})
+
+    def accs(n):
+        return [soft] * len(ct.PAIRS) if n is None else [1.0 if D <= n else 0.85 * n / D for D in ct.PAIRS]
+
+    def runs_of(model, opts, n, settled):
+        out = []
+        for r in cell(model, 0.5, pairs=8, seq_len=32, gain=moving, settled=settled, **opts):
+            shift = r.metrics["accuracy"] - 0.5
+            evals = {f"eval_{i}_accuracy": min(1.0, max(0.0, a + shift)) for i, a in enumerate(accs(n))}
+            floors = {f"eval_{i}_floor": 1 / D for i, D in enumerate(ct.PAIRS)}
+            out.append(r.model_copy(update={"metrics": {**r.metrics, **evals, **floors}}))
+        return out
+
+    runs = []
+    for m, dk, dv, L in ct.CONFIGS:
+        keys = ct.MODELS[m]
+        opts = {"fmap": keys.get("model.feature_map"), "feature_dim": dk, "value_dim": dv, "n_layers": L}
+        runs += runs_of(keys["model"], opts, held[m, dk, dv, L], (m, dk, dv, L) not in unsettled)
+    runs += runs_of("softmax", {"n_layers": 2}, None, True)
+    runs = as_stored(rebudget(runs, "capacity-trained"), "capacity-trained")
+    caps = {(m, dk, dv): capacity(list(ct.PAIRS), accs(held[m, dk, dv, L])) for m, dk, dv, L in ct.CONFIGS if L == 2}
+    caps.update(probe or {})
+    rows = [{"probe": "argmax", "variant": "trained", "label": m, "d_key": dk, "d_value": dv, "seed": s,
+             "capacity": cap, "converged": converged, "max_steps": 4000, "n_keys": ct.N_KEYS,
+             "call": argmax.key({"label": m, "d_key": dk, "d_value": dv, "seed": s, "n_keys": ct.N_KEYS})}
+            for (m, dk, dv), cap in caps.items() for s in probe_seeds]
+    return runs, pd.DataFrame(rows)

@@ -91,12 +91,13 @@ def calls(diagonal=DIAGONAL, lines=LINES, calibration=CALIBRATION, control=CONTR
     return out
 
 
-def capacities(probes: pd.DataFrame | None, label: str) -> pd.DataFrame:
-    """One row per reported seed and (d_k, d_v) of ``label``'s trained probe: its capacity at its last
-    budget and whether it converged there."""
-    if probes is None or probes.empty or "call" not in probes:
+def capacities(probes: pd.DataFrame | None, label: str, n_keys: int = VOCAB // 2) -> pd.DataFrame:
+    """One row per reported seed and (d_k, d_v) of ``label``'s trained probe with ``n_keys`` key tokens
+    (another vocabulary is another probe): its capacity at its last budget and whether it converged there."""
+    if probes is None or probes.empty or "call" not in probes or "n_keys" not in probes:
         return pd.DataFrame(columns=["d_key", "d_value", "seed", "capacity", "converged"])
-    rows = probes[(probes.get("label") == label) & probes.seed.isin(argmax.REPORTED) & (probes.variant == "trained")]
+    rows = probes[(probes.get("label") == label) & probes.seed.isin(argmax.REPORTED) & (probes.variant == "trained")
+                  & (probes.n_keys == n_keys)]
     out = []
     for _, r in rows.groupby("call"):
         last = r[r.max_steps == r.max_steps.max()].iloc[0]
