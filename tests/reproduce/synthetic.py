@@ -444,7 +444,8 @@ def capacity_trained(world=None, probe=None, converged=True, soft=1.0, moving=0.
     caps = {(m, dk, dv): capacity(list(ct.PAIRS), accs(held[m, dk, dv, L])) for m, dk, dv, L in ct.CONFIGS if L == 2}
     caps.update(probe or {})
     rows = [{"probe": "argmax", "variant": "trained", "label": m, "d_key": dk, "d_value": dv, "seed": s,
-             "capacity": cap, "converged": converged, "max_steps": 4000, "n_keys": ct.N_KEYS,
-             "call": argmax.key({"label": m, "d_key": dk, "d_value": dv, "seed": s, "n_keys": ct.N_KEYS})}
-            for (m, dk, dv), cap in caps.items() for s in probe_seeds]
+             "capacity": cap, "converged": converged, "max_steps": 4000, "n_keys": ct.N_KEYS, "n_values": ct.N_VALUES,
+             "pairs": n, "accuracy": 1.0 if n <= cap else 0.85 * cap / n,
+             "call": argmax.key({"memory": m, "d_key": dk, "d_value": dv, "seed": s, "n_keys": ct.N_KEYS})}
+            for (m, dk, dv), cap in caps.items() for s in probe_seeds for n in ct.PAIRS]
     return runs, pd.DataFrame(rows)

@@ -214,7 +214,7 @@ def verdict(cells, probes, p, judge):
                                   "not like d_k, so these probes do not separate the two laws here")
     unconverged = [label for label in MEMORIES if (c := capacities(probes, label)).shape[0] and not c.converged.all()]
     todo = (f"probes not converged within their steps: {', '.join(unconverged)}" if unconverged else
-            f"probes still to run: `evalsuite reproduce {judge.name}`")
+            "the probes still to run")
     return judge.decide(figures, checks, todo)
 
 
