@@ -5,7 +5,8 @@ from each point's training steps and a measured step time; prints a Markdown tab
 
 Each experiment's CPU sweep is expanded (seed 0 at its rates, as `reproduce` starts it). The cells
 its escalation settles are read through the experiment's own ``cells`` (so MAD's narrowed
-escalation counts as it runs); a cell costs its base runs, then 3 reported seeds at the chosen
+escalation counts as it runs; cells read from one point, as a mixed-D run is read at each D, are
+counted once); a cell costs its base runs, then 3 reported seeds at the chosen
 rate, then, when it stays below the ceiling, the ladder's first rung (4x) on every reported seed at
 the chosen rate (3 runs, each continuing its base run from the snapshot at the base's decay: 0.8
 of the base's steps are not run again, so 3.2x a base run each). Two figures per experiment bound
@@ -70,6 +71,7 @@ def fake_run(point):
 
 def project(names, workers: int, steps: int, overhead: float) -> list[str]:
     from evalsuite import reproduce
+    from evalsuite.protocol import setting_key
     from evalsuite.sweep import expand
 
     measured: dict[str, float] = {}
@@ -98,10 +100,12 @@ def project(names, workers: int, steps: int, overhead: float) -> list[str]:
         base = sum(cost(p.config) for p in points)
         cells = exp.judged_cells([fake_run(p) for p in points], "cpu")
         seeds = below = 0.0
+        counted: set[str] = set()  # cells read from one point (mixed-D runs read at each D) share its runs
         for c in cells:
             configs = [by_id[r.run_id].config for r in c.runs if r.run_id in by_id]
-            if not configs:
+            if not configs or (point := setting_key(configs[0].as_dict())) in counted:
                 continue
+            counted.add(point)
             one = cost(configs[0])
             seeds += REPORTED_SEEDS * one
             below += LONG_RUNS * BUDGET * one

@@ -225,4 +225,4 @@ register(Experiment(
     "mixer layers) hold about what the trained argmax probe holds at the same (d_k, d_v): within a factor of 2.",
     "this project (FINDINGS 16): the trained probe of capacity-argmax against trained MQAR models", verdict,
     designs={"cpu": design("cpu", CPU_LRS), "paper": design("paper", PAPER_LRS)},
-    minutes={"cpu": (240, 480), "paper": 120}, order=17, probes={"cpu": probe_calls(), "paper": probe_calls()}))
+    minutes={"cpu": (80, 430), "paper": 120}, order=17, probes={"cpu": probe_calls(), "paper": probe_calls()}))
