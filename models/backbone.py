@@ -123,10 +123,11 @@ class Mixer(nn.Module):
         raise NotImplementedError
 
     def key_features(self) -> int | None:
-        """d': the size of a head's state along the key side (the feature map's output size for
-        linear attention, the query/key size for the delta rule and decayed mixers), the number of
-        pairs a fixed state holds about (Schlag et al. 2021); None where the state grows with the
-        sequence (softmax, a window)."""
+        """d' (d_k): the size of a head's state along the key side (the feature map's output size for
+        linear attention, the query/key size for the delta rule and decayed mixers); None where the
+        state grows with the sequence (softmax, a window). About d' pairs is what the state holds
+        under squared-error retrieval (Schlag et al. 2021); read by argmax, as a language model
+        reads it, the value side counts too (``value_features``; capacity-argmax measures both)."""
         return None
 
     def value_features(self) -> int | None:

@@ -8,9 +8,10 @@ PAPER_LRS = (0.0001, 0.000464, 0.00215, 0.01)  # Zoology: logspace(-4, -2, 4)
 CPU_BASE = {"task": "recall", "model": "softmax", "preset": "default", "train.epochs": 3}
 PAPER_BASE = {"task": "recall", "model": "softmax", "preset": "zoology"}
 # The CPU scale's d' (query/key size per head, ``model.feature_dim``) at a trainable width where a
-# finding rests on a fixed state falling short: D = 16 pairs = 4 d'. Under cross-entropy a state of
-# d' features with value size 64 holds far more than d' pairs (docs/guide/analysis.md), so at this
-# setting the state rarely binds; docs/RESULTS.md gives what each experiment's own reruns showed.
+# finding rests on a fixed state falling short: D = 16 pairs = 4 d'. d' pairs is the squared-error
+# law; under cross-entropy both sides of the d' x d_v state count, and at value size 64 (the head
+# size) the state holds far more than d' pairs and rarely binds here (docs/guide/analysis.md;
+# capacity-argmax measures what a d_k x d_v state holds, capacity-trained where trained models bind).
 CPU_FEATURE_DIM = 4
 
 

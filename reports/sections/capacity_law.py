@@ -1,6 +1,7 @@
 """The capacity law in trained models: accuracy against D / d' for every fixed-state model whose
 state has a key-side size d' (``models.key_features``), curves that fall together on
-min(1, d' / D) when a state of d' features holds d' pairs; pairs retrieved past d' against d';
+min(1, d' / D) when a state of d' features holds d' pairs (the squared-error law; capacity-argmax
+has the argmax one); pairs retrieved past d' against d';
 and the capacity each map shows in the trained probe beside what trained models retrieve. Leads
 the report where recall runs sweep D across d' (``evalsuite reproduce capacity-law``)."""
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""One memory layer, S pairs then one read: a linear memory holds about d' pairs, its feature
+"""One memory layer, S pairs then one read, under Schlag et al.'s squared error (the law of that
+objective, not of argmax retrieval: capacity-argmax): a linear memory holds about d' pairs, its feature
 dimension (elu+1: d_key; DPFP: 2 nu d_key), so past S = d' it retrieves about d' of them; softmax
 has no limit in the range (Schlag et al. 2021, section 6.1).
 
