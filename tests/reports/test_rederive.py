@@ -29,7 +29,7 @@ def published():
 
 
 # experiments added since docs/reproduce-cpu.html was written (they join it when it is regenerated)
-NEW = {"capacity-argmax"}
+NEW = {"capacity-argmax", "capacity-trained"}
 
 
 def rejudged(repo_root) -> dict[str, str]:
