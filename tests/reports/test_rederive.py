@@ -38,7 +38,7 @@ def rejudged(repo_root) -> dict[str, str]:
     import re
 
     text = (repo_root / "docs" / "REJUDGED.md").read_text()
-    return {m.group(1): m.group(2) for m in re.finditer(r"^\| \[([a-z0-9-]+)\]\(#[a-z0-9-]+\)(?: \(control\))? \| ([a-z ]+) \|",
+    return {m.group(1): m.group(2) for m in re.finditer(r"^\| \[([a-z0-9-]+)\]\(#[a-z0-9-]+\)(?: \((?:control|retired)\))? \| ([a-z ]+) \|",
                                                         text, re.M)}
 
 
