@@ -408,13 +408,14 @@ def argmax_probes(trained=None, calibration=None, control=None, converged=True, 
     return pd.concat(frames, ignore_index=True)
 
 
-def capacity_trained(world=None, probe=None, converged=True, soft=1.0, moving=0.0, unsettled=(), probe_seeds=(1, 2, 3)):
+def capacity_trained(world=None, probe=None, converged=True, soft=1.0, moving=0.0, unsettled=(), probe_seeds=(1, 2, 3),
+                     curve=None):
     """Runs and probe rows of capacity-trained. ``world``: (model, d_k, d_v, layers) -> the pairs a
     trained configuration holds (accuracy 1 up to them, then 0.85 n / D; default 3 at d 8, 14 at d
     16, 10 at (8, 32)); ``probe``: (model, d_k, d_v) -> the probe's n* (default: the trained n* of
     the two-layer configuration, so the claim holds); softmax at ``soft`` at every D; ``moving``: the
-    gain of every 4x rerun; ``unsettled``: configurations run at one rate and one seed. Returns
-    ``(runs, probes)``."""
+    gain of every 4x rerun; ``unsettled``: configurations run at one rate and one seed; ``curve``:
+    ``[(step, pairs retrieved at D = 32)]``, every run's learning curve there. Returns ``(runs, probes)``."""
     from evalsuite.analysis.argmax_probe import capacity
     from evalsuite.reproduce import argmax
     from evalsuite.reproduce.experiments import capacity_trained as ct
@@ -431,7 +432,9 @@ def capacity_trained(world=None, probe=None, converged=True, soft=1.0, moving=0.
             shift = r.metrics["accuracy"] - 0.5
             evals = {f"eval_{i}_accuracy": min(1.0, max(0.0, a + shift)) for i, a in enumerate(accs(n))}
             floors = {f"eval_{i}_floor": 1 / D for i, D in enumerate(ct.PAIRS)}
-            out.append(r.model_copy(update={"metrics": {**r.metrics, **evals, **floors}}))
+            history = [{"step": st, "val_accuracy": p / 32, "val_accuracy@num_kv_pairs=32,seq_len=128": p / 32}
+                       for st, p in (curve or [])]
+            out.append(r.model_copy(update={"metrics": {**r.metrics, **evals, **floors}, "history": history}))
         return out
 
     runs = []

@@ -58,6 +58,19 @@ def test_everything_at_the_floor_is_a_failed_control_not_a_finding():
     assert v.status is Outcome.INCONCLUSIVE and "positive control failed" in v.why
 
 
+@pytest.mark.parametrize("curve, says", [
+    ([(100, 2), (500, 7), (1000, 8), (2000, 9)], "persists: near d' from step 500"),
+    ([(100, 2), (500, 7), (1000, 8), (2000, 20)], "left at step 2,000 after 1,500 steps near d'"),
+], ids=["persists", "left"])
+def test_the_plateau_is_reported_per_seed_and_does_not_decide_the_verdict(curve, says):
+    """A plateau near d' that lasts to the end of every seed's curve is an outcome the verdict reports
+    (the capacity clause is read from the settled figures either way)."""
+    v = judge(NAME, *capacity_trained(curve=curve))
+    line = next(f for f in v.figures if f.startswith("elu+1 (d_k 8, d_v 32), 2 layers: plateau near d' = 8"))
+    assert line.count(says) == 3  # seeds 1-3, each from its own curve
+    assert v.status is Outcome.REPRODUCED
+
+
 def test_no_runs_is_inconclusive():
     import pandas as pd
 
