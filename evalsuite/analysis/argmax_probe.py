@@ -44,6 +44,13 @@ from torch import nn
 
 from .probe_common import build, check
 
+DEADLINE_EVERY = 50  # steps between looks at a segment's deadline
+
+
+class Stopped(RuntimeError):
+    """A probe stopped at its segment's deadline (its rows are not stored; it runs again)."""
+
+
 SUCCESS = 0.9      # a memory retrieves n pairs when at least this fraction of them is read back right
 CONVERGED = 0.05   # doubling the steps moves the capacity by less than this (relative): converged
 STILL = 0.01       # ... and the mean accuracy over the grid by less than this
@@ -173,12 +180,14 @@ def _evaluate(probe: CodebookProbe, sets: dict[int, tuple]) -> dict[int, tuple[f
 def trained_argmax_probe(memory: str, d_key: int, d_value: int, pairs, *, feature_map=None, feature_map_options=None,
                          memory_options: dict | None = None, n_keys: int = 512, n_values: int = 512,
                          steps: int = 2000, max_steps: int = 32000, lr: float = 3e-3, batch_size: int = 64,
-                         test_sequences: int = 256, seed: int = 0, echo=None) -> pd.DataFrame:
+                         test_sequences: int = 256, seed: int = 0, echo=None,
+                         deadline: float | None = None) -> pd.DataFrame:
     """Train one probe on a mixture of the pair counts ``pairs`` and read it at each (module
     docstring); evaluated at ``steps``, then each doubling up to ``max_steps``, stopping once twice
     the steps moves the capacity by less than ``CONVERGED``. One row per n and evaluated budget, with
     ``capacity`` (of that budget) and ``converged`` (of the last budget: True, or False where
-    ``max_steps`` ran out first)."""
+    ``max_steps`` ran out first). ``deadline``: a wall-clock time (``time.time()``) at which it stops
+    (``Stopped``, checked every ``DEADLINE_EVERY`` steps): a segment that ends stops its probes."""
     pairs = check(memory, d_key, pairs)
     if not isinstance(d_value, int) or d_value < 1:
         raise ValueError(f"d_value must be a positive integer, got {d_value!r}")
@@ -200,6 +209,8 @@ def trained_argmax_probe(memory: str, d_key: int, d_value: int, pairs, *, featur
     while True:
         while step < budget:
             step += 1
+            if deadline is not None and step % DEADLINE_EVERY == 0 and time.time() >= deadline:
+                raise Stopped(f"the segment ended at step {step:,} of {budget:,}")
             n = pairs[int(torch.randint(len(pairs), (1,), generator=gen))]
             keys, values = _batch(batch_size, n, n_keys, n_values, gen)
             loss = F.cross_entropy(probe(keys, values).flatten(0, 1), values.flatten())

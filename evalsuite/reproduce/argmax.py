@@ -36,7 +36,7 @@ def config_key(call: dict) -> str:
     return key({k: v for k, v in call.items() if k not in ("lr", "seed")})
 
 
-def _run(call: dict) -> pd.DataFrame:
+def _run(call: dict, deadline: float | None = None) -> pd.DataFrame:
     import torch
 
     torch.set_num_threads(1)
@@ -47,7 +47,7 @@ def _run(call: dict) -> pd.DataFrame:
         cap, df = ap.calibration_capacity(c["d_key"], c["d_value"], seed=c.get("seed", 0))
         df = df.assign(capacity=cap, converged=True)
     else:
-        df = ap.trained_argmax_probe(**c)
+        df = ap.trained_argmax_probe(**c, deadline=deadline)
     return df.assign(call=key(call), label=call.get("label", ""))
 
 
@@ -141,12 +141,29 @@ def pending(calls: list[dict], probes: pd.DataFrame | None) -> list[dict]:
     return list({key(c): c for c in out}.values())
 
 
+def expected_seconds(call: dict, probes: pd.DataFrame | None) -> float | None:
+    """How long ``call`` should take: the longest that a finished call of the same memory and
+    (d_k, d_v) took (None before one has finished)."""
+    if probes is None or probes.empty or "seconds" not in probes or "call" not in probes:
+        return None
+    same = probes[(probes.get("d_key") == call["d_key"]) & (probes.get("d_value") == call["d_value"])
+                  & (probes.get("kind") == call.get("memory")) & probes.call.notna()]
+    took = same.groupby("call").seconds.max()
+    return float(took.max()) if len(took) else None
+
+
 def run(calls: list[dict], store, *, workers: int = 1, echo=print, deadline: float | None = None) -> bool:
     """Run the pending calls (sweeps first, then the reported seeds) on ``workers`` processes, each
-    call's rows stored as it finishes; returns False when the deadline stopped it early."""
+    call's rows stored as it finishes; returns False when the deadline (``time.monotonic()``) stopped
+    it early. No call starts that its like took longer than the time left, and a call still running
+    at the deadline stops there (it runs again next time): a segment ends on time."""
     import multiprocessing
 
+    from evalsuite.analysis.argmax_probe import Stopped
+
+    wall = None if deadline is None else time.time() + deadline - time.monotonic()  # the workers' clock
     failed: set[str] = set()
+    skipped = False
     for _ in range(4):  # the sweeps (and up to two growths of a grid), then the seeds at the rates they chose
         todo = [c for c in pending(calls, store.probes()) if key(c) not in failed]
         if not todo:
@@ -157,7 +174,14 @@ def run(calls: list[dict], store, *, workers: int = 1, echo=print, deadline: flo
             while queue or running:
                 while queue and len(running) < workers and not (deadline is not None and time.monotonic() >= deadline):
                     c = queue.pop(0)
-                    running[pool.submit(_run, c)] = c
+                    took = expected_seconds(c, store.probes()) if deadline is not None else None
+                    if took is not None and time.monotonic() + took > deadline:
+                        echo(f"  {c['probe']} {c.get('label') or ''} d_k {c['d_key']} d_v {c['d_value']} seed {c['seed']}: "
+                             f"left for the next segment (its like took {took / 60:.0f} min, "
+                             f"{(deadline - time.monotonic()) / 60:.0f} left)")
+                        skipped = True
+                        continue
+                    running[pool.submit(_run, c, wall)] = c
                 if not running:
                     return False
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
@@ -165,6 +189,10 @@ def run(calls: list[dict], store, *, workers: int = 1, echo=print, deadline: flo
                     c = running.pop(f)
                     try:
                         df = f.result()
+                    except Stopped as exc:
+                        echo(f"  {c['probe']} {c.get('label') or ''} d_k {c['d_key']} d_v {c['d_value']} seed {c['seed']}: "
+                             f"stopped ({exc}); it runs again next segment")
+                        continue
                     except Exception as exc:  # noqa: BLE001 - one call's failure is said, the others go on
                         echo(f"  {c['probe']} {c.get('label') or ''} d_k {c['d_key']} d_v {c['d_value']} seed {c['seed']} "
                              f"FAILED ({type(exc).__name__}: {exc}); it stays pending and runs again next time")
@@ -176,4 +204,6 @@ def run(calls: list[dict], store, *, workers: int = 1, echo=print, deadline: flo
                          + (f" lr {c['lr']:g}" if "lr" in c else "")
                          + f": capacity {last.capacity.iloc[0]:.1f}"
                          + ("" if bool(last.get("converged", pd.Series([True])).iloc[0]) else " (not converged)"))
+        if skipped or (deadline is not None and time.monotonic() >= deadline):
+            return False
     return not pending(calls, store.probes())

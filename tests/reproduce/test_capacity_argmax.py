@@ -125,3 +125,36 @@ def test_a_sweep_grows_past_an_edge_that_wins_clearly(caps, chosen, grows_to):
     assert lr == chosen
     assert [c["lr"] for c in todo] == ([grows_to] if grows_to else [])
     assert [c["lr"] for c in argmax.pending(calls, rows)] == [c["lr"] for c in todo]
+
+
+def test_a_probe_stops_at_its_segments_deadline():
+    import time
+
+    from evalsuite.analysis.argmax_probe import Stopped, trained_argmax_probe
+
+    with pytest.raises(Stopped, match="the segment ended at step 50"):
+        trained_argmax_probe("linear", 4, 4, [1, 2], steps=100, max_steps=100, deadline=time.time() - 1)
+
+
+def test_a_segment_starts_no_call_its_like_says_will_not_finish(tmp_path):
+    """A call whose like (same memory and state) took longer than the time left stays pending, and
+    the runner says the segment ended (False); with time enough it runs."""
+    import time
+
+    from evalsuite.reproduce import argmax
+    from evalsuite.store import Store
+
+    store = Store(tmp_path / "s.db")
+    c = {"probe": "argmax", "memory": "linear", "feature_map": "identity", "memory_options": {"normalize": "none"},
+         "d_key": 4, "d_value": 4, "pairs": [1, 2], "n_keys": 8, "n_values": 8, "lr": 0.01, "seed": 0, "steps": 20,
+         "max_steps": 40, "sweep": True}
+    like = {**c, "seed": 2}
+    store.add_probes(pd.DataFrame([{"call": argmax.key(like), "kind": "linear", "d_key": 4, "d_value": 4, "seconds": 600.0,
+                                    "capacity": 1.0, "max_steps": 40, "variant": "trained", "seed": 2, "pairs": 1}]))
+    assert argmax.expected_seconds(c, store.probes()) == 600.0
+    lines = []
+    assert argmax.run([c], store, deadline=time.monotonic() + 60, echo=lines.append) is False
+    assert any("left for the next segment" in line for line in lines)
+    assert argmax.key(c) not in argmax.done_calls(store.probes())
+    assert argmax.run([c], store, deadline=time.monotonic() + 3600, echo=lines.append) is True
+    assert argmax.key(c) in argmax.done_calls(store.probes())
