@@ -90,7 +90,8 @@ def pair_grid(center: float, lo: float = 0.25, hi: float = 4.0, per_octave: int 
 
 # --- calibration: the theorem's memory on random vectors -------------------------------------------
 @torch.no_grad()
-def calibration(d_key: int, d_value: int, pairs, *, trials: int | None = None, seed: int = 0) -> pd.DataFrame:
+def calibration(d_key: int, d_value: int, pairs, *, trials: int | None = None, seed: int = 0,
+                device="cpu") -> pd.DataFrame:
     """Top-1 retrieval of n random Gaussian pairs from M = sum y x^T (module docstring), one row per n:
     ``accuracy`` (the fraction of pairs right), ``every_pair`` (of trials with all right)."""
     pairs = check("linear", d_key, pairs)
@@ -99,10 +100,10 @@ def calibration(d_key: int, d_value: int, pairs, *, trials: int | None = None, s
     rows = []
     for n in pairs:
         t = trials or max(8, math.ceil(4000 / n))  # about 4,000 queries a point
-        x = torch.randn(t, n, d_key, generator=gen)
-        y = torch.randn(t, n, d_value, generator=gen)
+        x = torch.randn(t, n, d_key, generator=gen).to(device)   # drawn on the CPU: the same pairs on every device
+        y = torch.randn(t, n, d_value, generator=gen).to(device)
         read = mem(x, y, x)                                                   # [t, n, dv] = M x_j
-        hit = (read @ y.transpose(-1, -2)).argmax(-1) == torch.arange(n)     # argmax over the n targets
+        hit = (read @ y.transpose(-1, -2)).argmax(-1) == torch.arange(n, device=x.device)  # argmax over the n targets
         rows.append({"probe": "argmax", "variant": "calibration", "memory": "linear/identity (no denominator)",
                      "kind": "linear", "objective": "none", "d_key": d_key, "d_value": d_value, "pairs": n,
                      "accuracy": float(hit.float().mean()), "every_pair": float(hit.all(-1).float().mean()),
@@ -110,20 +111,21 @@ def calibration(d_key: int, d_value: int, pairs, *, trials: int | None = None, s
     return pd.DataFrame(rows)
 
 
-def calibration_capacity(d_key: int, d_value: int, *, seed: int = 0, level: float = SUCCESS) -> tuple[float, pd.DataFrame]:
+def calibration_capacity(d_key: int, d_value: int, *, seed: int = 0, level: float = SUCCESS,
+                         device="cpu") -> tuple[float, pd.DataFrame]:
     """n* of the calibration memory, found by doubling n past the level and then bisecting."""
     n, seen = 1, {}
     while True:
-        seen.update(_rows(calibration(d_key, d_value, [n], seed=seed)))
+        seen.update(_rows(calibration(d_key, d_value, [n], seed=seed, device=device)))
         if seen[n] < level or n > 1e6:
             break
         n *= 2
     lo, hi = max(1, n // 2), n
     while hi - lo > max(1, lo // 50):  # to within 2%
         mid = (lo + hi) // 2
-        seen.update(_rows(calibration(d_key, d_value, [mid], seed=seed)))
+        seen.update(_rows(calibration(d_key, d_value, [mid], seed=seed, device=device)))
         lo, hi = (mid, hi) if seen[mid] >= level else (lo, mid)
-    df = calibration(d_key, d_value, sorted(seen), seed=seed)
+    df = calibration(d_key, d_value, sorted(seen), seed=seed, device=device)
     return capacity(df.pairs, df.accuracy, level), df
 
 
@@ -181,13 +183,15 @@ def trained_argmax_probe(memory: str, d_key: int, d_value: int, pairs, *, featur
                          memory_options: dict | None = None, n_keys: int = 512, n_values: int = 512,
                          steps: int = 2000, max_steps: int = 32000, lr: float = 3e-3, batch_size: int = 64,
                          test_sequences: int = 256, seed: int = 0, echo=None,
-                         deadline: float | None = None) -> pd.DataFrame:
+                         deadline: float | None = None, device="cpu") -> pd.DataFrame:
     """Train one probe on a mixture of the pair counts ``pairs`` and read it at each (module
     docstring); evaluated at ``steps``, then each doubling up to ``max_steps``, stopping once twice
     the steps moves the capacity by less than ``CONVERGED``. One row per n and evaluated budget, with
     ``capacity`` (of that budget) and ``converged`` (of the last budget: True, or False where
     ``max_steps`` ran out first). ``deadline``: a wall-clock time (``time.time()``) at which it stops
-    (``Stopped``, checked every ``DEADLINE_EVERY`` steps): a segment that ends stops its probes."""
+    (``Stopped``, checked every ``DEADLINE_EVERY`` steps): a segment that ends stops its probes.
+    ``device``: where it trains (batches are drawn on the CPU, so every device sees the same ones;
+    a non-finite loss is looked for once per evaluation, not per step)."""
     pairs = check(memory, d_key, pairs)
     if not isinstance(d_value, int) or d_value < 1:
         raise ValueError(f"d_value must be a positive integer, got {d_value!r}")
@@ -198,11 +202,15 @@ def trained_argmax_probe(memory: str, d_key: int, d_value: int, pairs, *, featur
         raise ValueError(f"steps must be at least 1 and at most max_steps ({max_steps}), got {steps}")
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
-    probe = CodebookProbe(memory, d_key, d_value, n_keys, n_values, feature_map, feature_map_options, memory_options)
+    device = torch.device(device)
+    probe = CodebookProbe(memory, d_key, d_value, n_keys, n_values, feature_map, feature_map_options,
+                          memory_options).to(device)
     mem = probe.mem
     opt = torch.optim.Adam(probe.parameters(), lr=lr)
     held = torch.Generator().manual_seed(10_000 + seed)
-    sets = {n: _batch(max(1, test_sequences * 16 // max(16, n)), n, n_keys, n_values, held) for n in pairs}
+    sets = {n: tuple(t.to(device) for t in _batch(max(1, test_sequences * 16 // max(16, n)), n, n_keys, n_values, held))
+            for n in pairs}
+    bad = torch.zeros((), dtype=torch.bool, device=device)  # a non-finite loss since the last evaluation
     rows, budget, step, previous, start = [], steps, 0, None, time.perf_counter()
     label = memory_name(memory, feature_map, memory_options)
     d_prime = mem.key_features()
@@ -212,13 +220,14 @@ def trained_argmax_probe(memory: str, d_key: int, d_value: int, pairs, *, featur
             if deadline is not None and step % DEADLINE_EVERY == 0 and time.time() >= deadline:
                 raise Stopped(f"the segment ended at step {step:,} of {budget:,}")
             n = pairs[int(torch.randint(len(pairs), (1,), generator=gen))]
-            keys, values = _batch(batch_size, n, n_keys, n_values, gen)
+            keys, values = (t.to(device, non_blocking=True) for t in _batch(batch_size, n, n_keys, n_values, gen))
             loss = F.cross_entropy(probe(keys, values).flatten(0, 1), values.flatten())
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"the probe's loss is {loss.item()} at step {step} (lr {lr})")
+            bad |= ~torch.isfinite(loss)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+        if bool(bad):  # the one host sync of a budget
+            raise FloatingPointError(f"the probe's loss became non-finite before step {step:,} (lr {lr})")
         scores = _evaluate(probe, sets)
         cap = capacity(list(scores), [a for a, _ in scores.values()])
         mean = sum(a for a, _ in scores.values()) / len(scores)

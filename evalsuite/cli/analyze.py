@@ -57,16 +57,23 @@ def _load_run(store_path, run):
                    "sweeps 0.003, 0.01, 0.03 on seed 0)")
 @click.option("--threshold", default=TARGET_ACCURACY, show_default=True, type=click.FloatRange(0, 1))
 @common.seed_option
+@common.device_option
 @click.option("--csv", "csv_path", default=None, type=click.Path(), help="also write the table as CSV")
 @common.overwrite_option
 @click.option("--save", is_flag=True, help="record the rows in the store (the report's capacity section shows them)")
 @common.store_option
 def analyze_capacity(memory, feature_map, map_options, d_key, pairs, trained, setting, steps, d_value, variant, lr, threshold,
-                     seed, csv_path, overwrite, save, store_path):
+                     seed, device, csv_path, overwrite, save, store_path):
     """Retrieval accuracy of one memory as the number of stored pairs grows; prints the knee."""
     from evalsuite import analysis, files
     from evalsuite.overrides import parse_value
 
+    from evalsuite.environment import resolve_device
+
+    try:
+        device = resolve_device(device)
+    except ValueError as exc:
+        raise common.BadInput(str(exc)) from None
     store = common.open_store(store_path) if save else None
     if csv_path:
         from evalsuite.store_file import check_path
@@ -85,7 +92,7 @@ def analyze_capacity(memory, feature_map, map_options, d_key, pairs, trained, se
         raise common.BadInput("--variant argmax: a trained probe; add --trained")
     if variant == "argmax" and setting != "1":
         raise common.BadInput("--setting: the argmax probe writes each key once (setting 1)")
-    extra = dict(setting=int(setting), steps=steps, variant=variant, echo=click.echo) if trained else {}
+    extra = dict(setting=int(setting), steps=steps, variant=variant, echo=click.echo, device=str(device)) if trained else {}
     if d_value is not None:
         extra["d_value"] = d_value
     if lr is not None:
@@ -98,7 +105,7 @@ def analyze_capacity(memory, feature_map, map_options, d_key, pairs, trained, se
 
             df = argmax_probe.trained_argmax_probe(memory, d_key, d_value or d_key, pair_counts, feature_map=feature_map,
                                                    feature_map_options=options or None, steps=steps, max_steps=16 * steps,
-                                                   lr=lr or 0.01, seed=seed, echo=click.echo)
+                                                   lr=lr or 0.01, seed=seed, echo=click.echo, device=device)
         else:
             df = analysis.capacity_probe(memory, feature_map=feature_map, d_key=d_key, pairs=pair_counts,
                                          trained=trained, seed=seed, feature_map_options=options or None, **extra)

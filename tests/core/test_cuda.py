@@ -106,3 +106,17 @@ def test_a_grouped_step_never_syncs_with_the_host():
     finally:
         torch.cuda.set_sync_debug_mode("default")
     assert all(m.status == "done" for m in members)
+
+
+@pytest.mark.parametrize("memory", ["linear", "delta"])
+def test_the_argmax_probe_and_its_calibration_run_on_cuda(memory):
+    """The same batches (drawn on the CPU) on either device: the trained probe's capacity within a
+    pair of the CPU's, and the calibration's exactly (no training, the same Gaussian pairs)."""
+    from evalsuite.analysis.argmax_probe import calibration, trained_argmax_probe
+
+    kw = dict(steps=200, max_steps=400, n_keys=32, n_values=32, seed=0)
+    cpu = trained_argmax_probe(memory, 8, 8, [1, 2, 4, 8], **kw)
+    gpu = trained_argmax_probe(memory, 8, 8, [1, 2, 4, 8], device="cuda", **kw)
+    assert abs(cpu.capacity.iloc[-1] - gpu.capacity.iloc[-1]) <= 1.0
+    a, b = calibration(16, 16, [4, 16]), calibration(16, 16, [4, 16], device="cuda")
+    assert (a.accuracy - b.accuracy).abs().max() < 0.01
