@@ -42,7 +42,10 @@ def committed():
 
 # experiments whose grid gained points since the committed reproduction was made (their new points
 # cannot be in it until it is regenerated): name -> why
-NEW_POINTS: dict[str, str] = {}
+NEW_POINTS: dict[str, str] = {
+    "capacity-trained": "added by issue 61 after the committed reproduction was made; its runs are reported in "
+                        "docs/capacity-argmax/, not in docs/reproduce-cpu.html",
+}
 
 
 def test_every_sweep_point_of_the_committed_reproduction_is_still_one_of_its_runs(committed):

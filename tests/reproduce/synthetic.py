@@ -284,6 +284,9 @@ CASES.update({
 
 
 def judge(name, runs, pr=NO_PROBES):
+    """``runs`` may be a ``(runs, probes)`` pair, as the probe-reading experiments' cases are."""
+    if isinstance(runs, tuple):
+        runs, pr = runs
     return rep.get(name).judge(runs, pr, "cpu")
 
 
@@ -452,3 +455,11 @@ def capacity_trained(world=None, probe=None, converged=True, soft=1.0, moving=0.
              "call": argmax.key({"memory": m, "d_key": dk, "d_value": dv, "seed": s, "n_keys": ct.N_KEYS})}
             for (m, dk, dv), cap in caps.items() for s in probe_seeds for n in ct.PAIRS]
     return runs, pd.DataFrame(rows)
+
+
+_FLOOR = {k: 0.0 for k in [("elu+1", 8, 8, 2), ("elu+1", 8, 8, 1), ("delta", 8, 8, 2), ("elu+1", 16, 16, 2),
+                           ("delta", 16, 16, 2), ("elu+1", 8, 32, 2)]}
+# (runs, probes) pairs: the probe holds 3 where the models hold about 15; 4x still moves every figure;
+# every model (softmax too) at its floor
+CASES["capacity-trained"] = (capacity_trained(), capacity_trained(probe={("elu+1", 16, 16): 3.0}),
+                             capacity_trained(moving=0.2), capacity_trained(world=_FLOOR, soft=0.03))
