@@ -39,3 +39,20 @@ def model_label(config: dict) -> str:
 def memory_label(memory: str, feature_map: str | None = None, options: dict[str, Any] | None = None) -> str:
     """A capacity probe's memory: ``softmax``, ``delta``, ``linear/elu1``, ``linear/dpfp(nu=2)``."""
     return memory if memory != "linear" else "linear/" + feature_map_label(feature_map, options)
+
+
+def mixture(task: dict) -> dict | None:
+    """A run trained on a mixture of task shapes (``task.segments`` of more than one length or pair
+    count): the ranges it was trained over, ``{"T": "8-128", "D": "2-32"}``; None for one shape.
+    Such a run's top-level ``seq_len`` and ``num_kv_pairs`` describe none of its training, so a
+    table or plot must not show them as its setting."""
+    segments = task.get("segments") or []
+    shapes = {(s.get("seq_len", task.get("seq_len")), s.get("num_kv_pairs", task.get("num_kv_pairs"))) for s in segments}
+    if len(shapes) < 2:
+        return None
+
+    def span(values):
+        values = sorted(v for v in values if v is not None)
+        return "n/a" if not values else f"{values[0]:g}" if values[0] == values[-1] else f"{values[0]:g}-{values[-1]:g}"
+
+    return {"T": span(T for T, _ in shapes), "D": span(D for _, D in shapes)}

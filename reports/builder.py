@@ -20,7 +20,7 @@ from markupsafe import Markup
 import pandas as pd
 
 from evalsuite import files, selection
-from evalsuite.labels import model_label
+from evalsuite.labels import mixture, model_label
 from evalsuite.models import key_features
 from evalsuite.models.state import zoology_units
 from evalsuite import imports
@@ -92,10 +92,10 @@ def summarize(runs: list[RunRecord]) -> list[dict]:
         for r in members:
             statuses[r.status.value] = statuses.get(r.status.value, 0) + 1
         anchor = best[0] if best else members[0]  # the lowest seed at the chosen rate (never picked by test accuracy)
-        task = cfg["task"]
+        task, mix = cfg["task"], mixture(cfg["task"])
         rows.append({
-            "anchor": anchor.run_id, "task": task["name"], "seq_len": task.get("seq_len"),
-            "pairs": task.get("num_kv_pairs"), "model": model_label(cfg), "d_model": cfg["model"]["d_model"],
+            "anchor": anchor.run_id, "task": task["name"], "seq_len": None if mix else task.get("seq_len"),
+            "pairs": None if mix else task.get("num_kv_pairs"), "mixture": mix, "model": model_label(cfg), "d_model": cfg["model"]["d_model"],
             "n_layers": cfg["model"]["n_layers"], "state_size": anchor.metrics.get("state_size"),
             "d_prime": _key_features(cfg["model"]),
             "state_zoology": (zoology_units(anchor.metrics["state_size"], cfg["model"])

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from evalsuite.labels import model_label
+from evalsuite.labels import mixture, model_label
 from evalsuite.records import RunRecord, Verdict
 from evalsuite.registry import Registry
 
@@ -65,9 +65,10 @@ PER_HEAD_KEYS = ["model", "task", "setting", "layer", "head"]
 def setting_label(config: dict) -> str:
     """What sets a run's shape apart from others of its model and task, short: length, pairs, width,
     layers and the key-side feature size where set (an analysis table's means never mix these)."""
-    task, model = config["task"], config["model"]
-    parts = [f"T {task['seq_len']}" if task.get("seq_len") else None,
-             f"D {task['num_kv_pairs']}" if task.get("num_kv_pairs") else None,
+    task, model, mix = config["task"], config["model"], mixture(config["task"])
+    parts = [f"mixed T {mix['T']}, D {mix['D']}" if mix else None,
+             f"T {task['seq_len']}" if task.get("seq_len") and not mix else None,
+             f"D {task['num_kv_pairs']}" if task.get("num_kv_pairs") and not mix else None,
              f"width {model.get('d_model')}", f"{model.get('n_layers')} layers",
              f"feature_dim {model['feature_dim']}" if model.get("feature_dim") else None]
     return ", ".join(p for p in parts if p)

@@ -74,6 +74,8 @@ class Frontier(Section):
     def build(self, data: ReportData, fmt: str) -> dict | None:
         configs = {r.run_id: r.config for r in data.runs}
         rows = pd.DataFrame([{"task": r["task"], "T": r["seq_len"], "D": r["pairs"], "model": r["model"],
+                              "mix": (f"trained on mixed D {r['mixture']['D']} (T {r['mixture']['T']})"
+                                      if r.get("mixture") else ""),
                               "state": r["state_size"], "zoology": r.get("state_zoology"), "accuracy": r["accuracy"],
                               "std": r.get("accuracy_std"), "seeds": r.get("seeds"), "floor": r.get("chance"),
                               "epochs": r["epochs"], "layers": r["n_layers"], "width": r["d_model"], "run": r["anchor"],
@@ -86,7 +88,7 @@ class Frontier(Section):
         rows = mark_budgets(rows)  # a point's 4x rerun (long) and the base budget it is drawn beside
         rows["line"] = rows.line + "|" + rows.base.map(lambda e: "" if pd.isna(e) else f"{e:.4g}")
         plots_, table, points, sizes = [], [], [], []
-        for (task, T, D, base), part in rows.groupby(["task", "T", "D", "base"], dropna=False, sort=True):
+        for (task, T, D, mix, base), part in rows.groupby(["task", "T", "D", "mix", "base"], dropna=False, sort=True):
             short, long = part[~part.long].copy(), part[part.long].copy()
             if short.model.nunique() < MIN_MODELS or len(short) < MIN_POINTS:
                 continue
@@ -96,12 +98,12 @@ class Frontier(Section):
                 df["series"] = df.line.map(names)
             both = pd.concat([short, long])
             front = pd.DataFrame(pareto(both.to_dict("records")))
-            shape = f", T={T:g}, D={D:g}" if pd.notna(T) and pd.notna(D) else ""
+            shape = f", T={T:g}, D={D:g}" if pd.notna(T) and pd.notna(D) else f", {mix}" if mix else ""
             budget = "" if pd.isna(base) else f", {base:g} epochs" + (" (hollow: 4x)" if len(long) else "")
             setting = f"{task}{shape}" + ("" if pd.isna(base) else f", {base:g} epochs")
             sizes.append(len(both))
             plots_.append({"title": f"accuracy against state size: {task}{shape}{budget}",
-                           "name": f"{task}" + (f"-T{T:g}-D{D:g}" if shape else "") + ("" if pd.isna(base) else f"-{base:g}ep"),
+                           "name": f"{task}" + (f"-T{T:g}-D{D:g}" if pd.notna(T) and pd.notna(D) else "-mixed" if mix else "") + ("" if pd.isna(base) else f"-{base:g}ep"),
                            "uri": plots.frontier(short, front, title=f"accuracy against state: {task}{shape}{budget}",
                                                  fmt=fmt, long=long)})
             on_front = set(front.run)

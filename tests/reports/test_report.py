@@ -341,6 +341,37 @@ def test_frontier_keeps_budgets_apart_and_draws_a_4x_rerun_on_its_base_point():
     assert ("delta, width 64", 900, "4x") in front and ("delta, width 64", 900, "base") not in front
 
 
+def test_a_run_trained_on_mixed_d_is_shown_as_its_mixture_not_as_the_tasks_top_level_shape():
+    """A run trained on segments of several D and T (capacity-trained's mixed-D runs) was trained at no
+    one shape: the summary, the frontier and the analysis tables name its mixture, never the task's
+    top-level seq_len and num_kv_pairs (which it never trained on)."""
+    from evalsuite.reports.builder import _slices, summarize
+    from evalsuite.reports.sections import ReportData
+    from evalsuite.reports.sections.frontier import Frontier
+
+    segments = [{"seq_len": 4 * D, "num_kv_pairs": D, "share": 1.0} for D in (2, 8, 32)]
+    runs = []
+    for model, state, acc, opts in [("delta", 500, 0.4, {"feature_dim": 8}), ("delta", 900, 0.6, {"feature_dim": 16}),
+                                    ("linear", 500, 0.2, {"feature_dim": 8, "feature_map": "elu1"}),
+                                    ("linear", 900, 0.3, {"feature_dim": 16, "feature_map": "elu1"})]:
+        r = _frontier_run(model, 64, acc, state, **opts)
+        r.config["task"]["segments"] = segments
+        runs.append(r)
+    runs.append(_frontier_run("delta", 64, 0.9, 500, feature_dim=8))  # one shape: T 64, D 16
+    summary = summarize(runs)
+    mixed = [r for r in summary if r["mixture"]]
+    assert len(mixed) == 4 and all((r["seq_len"], r["pairs"], r["mixture"]) == (None, None, {"T": "8-128", "D": "2-32"})
+                                   for r in mixed)
+    assert [(r["seq_len"], r["pairs"]) for r in summary if not r["mixture"]] == [(64, 16)]
+    out = Frontier().build(ReportData(runs, summary, _slices(runs, {r["anchor"] for r in summary}), None), "svg")
+    assert [p["name"] for p in out["plots"]] == ["recall-mixed-3ep"]
+    assert {p["setting"] for p in out["points"]} == {"recall, trained on mixed D 2-32 (T 8-128), 3 epochs"}
+    assert setting_label(runs[0].config) == "mixed T 8-128, D 2-32, width 64, 2 layers, feature_dim 8"
+    assert setting_label(runs[-1].config) == "T 64, D 16, width 64, 2 layers, feature_dim 8"
+    html = builder.render(runs)
+    assert "<td class=\"num\">mixed 8-128</td><td class=\"num\">mixed 2-32</td>" in html
+
+
 def test_compact_report_keeps_each_run_and_what_verdicts_read_but_not_curves_or_other_analyses(rendered):
     runs = rendered.runs
     full, compact = rendered(), rendered(compact=True)
