@@ -79,7 +79,7 @@ def cheapest_first(points, seconds: list[float | None] | None = None) -> list:
 
 def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, echo=print,
                     deadline: float | None = None, workers: int = 1) -> bool:
-    """Sweep, escalate and probe ``experiments`` (resumable: what the store holds is not rerun).
+    """Sweep, probe and escalate ``experiments`` (resumable: what the store holds is not rerun).
     ``deadline`` (``time.monotonic()``): start nothing after it (``run`` stops its sweep there too,
     and holds back runs that would end past it: its result's ``left``); returns False when the
     segment ended before everything ran."""
@@ -108,6 +108,17 @@ def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, 
             points.update({p.run_id: p for p in mine})
     if points:
         sweep(list(points.values()), f"reproduce-{scale}", {"experiments": [e.name for e in experiments], "scale": scale})
+    # the probes before the escalation: a verdict that reads a probe (capacity-trained) cannot tell
+    # which cells its clauses depend on (``decisive``) until the probe has run, and the probes are a
+    # fixed set where the ladder's rungs are not
+    for exp in experiments:
+        if exp.probes.get(scale) and not over():
+            echo(f"== {exp.name}: {exp.finding}")
+            schlag, top1 = split_probes(exp.probes[scale])
+            if schlag:
+                run_probes(schlag, store, echo=echo)
+            if top1 and not argmax.run(top1, store, workers=workers, echo=echo, deadline=deadline):
+                ended = True
     for round_ in range(1, MAX_ROUNDS + 1):
         if over():
             return False
@@ -139,14 +150,6 @@ def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, 
               f"reproduce-{scale}-escalation-{round_}", {"round": round_})
     else:
         echo(f"  escalation stopped after {MAX_ROUNDS} rounds; the verdicts say what is still missing")
-    for exp in experiments:
-        if exp.probes.get(scale) and not over():
-            echo(f"== {exp.name}: {exp.finding}")
-            schlag, top1 = split_probes(exp.probes[scale])
-            if schlag:
-                run_probes(schlag, store, echo=echo)
-            if top1 and not argmax.run(top1, store, workers=workers, echo=echo, deadline=deadline):
-                ended = True
     return not over()
 
 

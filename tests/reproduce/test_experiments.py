@@ -111,6 +111,37 @@ def test_experiments_escalate_together_and_a_shared_run_counts_for_both(tmp_path
     assert [name for name, _ in calls] == ["reproduce-cpu"]
 
 
+def test_probes_run_after_the_sweep_and_before_the_escalation(tmp_path, monkeypatch):
+    """A verdict that reads a probe (capacity-trained) cannot tell which cells its clauses depend on
+    until the probe has run: the probe calls come between the sweep and the first escalation round."""
+    from evalsuite.reproduce import runner
+    from evalsuite.reproduce.experiment import CellSpec, Design, Experiment
+    from evalsuite.store import Store
+
+    store = Store(tmp_path / "s.db")
+    design = Design({"task": "recall", "preset": "tiny"}, [CellSpec("softmax", "softmax", {"model": "softmax"})],
+                    (1e-3, 3e-3, 1e-2))
+    exp = Experiment("exp-p", "x", "a test", lambda cells, probes, p, judge: judge.inconclusive([], ""),
+                     {"cpu": design, "paper": design}, {"cpu": 1, "paper": 1},
+                     probes={"cpu": [{"probe": "argmax", "memory": "elu+1", "d_key": 4}]})
+    calls = []
+
+    def run(points, name, spec_):
+        calls.append(name)
+        for p in points:
+            store.finish(RunRecord(run_id=p.run_id, config=p.config.as_dict(), status="done",
+                                   metrics={"accuracy": 1.0, "val_accuracy": 1.0, "context_chance": 0.25}))
+        return {}
+
+    def probe(top1, store_, **kw):
+        calls.append(f"argmax probes: {len(top1)} call(s)")
+        return True
+
+    monkeypatch.setattr(runner.argmax, "run", probe)
+    runner.run_experiments([exp], "cpu", store, run, echo=lambda *_: None)
+    assert calls == ["reproduce-cpu", "argmax probes: 1 call(s)", "reproduce-cpu-escalation-1"]
+
+
 def test_frontier_sweep_file_is_the_experiments_sweep(repo_root):
     """examples/sweeps/frontier-cpu.yaml runs exactly what `reproduce frontier` runs first."""
     in_file = {p.run_id for p in sweeps.expand(sweeps.load_spec(repo_root / "examples/sweeps/frontier-cpu.yaml"))}
