@@ -15,7 +15,11 @@ from .builder import _slices, summarize
 from .sections import ReportData, sections
 
 # the sections whose plots head a reproduction's results, each drawn from the runs of the experiments it heads
-HEADLINES = {"capacity-law": ("capacity-law",), "frontier": ("frontier-delta", "frontier-swa", "frontier-based")}
+HEADLINES = {"capacity-law": ("capacity-law",), "frontier": ("frontier-delta", "frontier-swa", "frontier-based"),
+             "capacity-argmax": ("capacity-argmax", "capacity-trained")}
+# headline sections drawn from the probes as well as from runs: they draw where the named experiments
+# were judged, runs or not (capacity-argmax's probe runs no model)
+FROM_PROBES = {"capacity-argmax"}
 
 
 def headline_figures(runs_by_experiment: dict[str, list[RunRecord]],
@@ -25,6 +29,9 @@ def headline_figures(runs_by_experiment: dict[str, list[RunRecord]],
     from the frontier experiments', not every recall run the store holds), in the report's order and
     named by what it shows so a page's links survive new runs: ``capacity-law-collapse.png``
     (accuracy against D / d'), ``capacity-law-retrieved.png`` (pairs retrieved against d'),
+    ``capacity-argmax-against-d.png`` (the argmax probe's n* against d, both laws drawn; from the
+    probes, so it draws once capacity-argmax or capacity-trained is named, runs or not),
+    ``capacity-argmax-collapse.png`` (trained mixed-D models against D over the probe's n*),
     ``frontier-recall-T64-D16-3ep.png`` ... (accuracy against state, one per setting and base budget,
     here 3 epochs, its 4x reruns drawn hollow on it). A section whose
     experiments are not in ``runs_by_experiment``, or have no runs, draws nothing."""
@@ -33,7 +40,8 @@ def headline_figures(runs_by_experiment: dict[str, list[RunRecord]],
         if section.id not in HEADLINES:
             continue
         runs = list({r.run_id: r for name in HEADLINES[section.id] for r in runs_by_experiment.get(name, [])}.values())
-        if not runs:
+        named = any(name in runs_by_experiment for name in HEADLINES[section.id])
+        if not runs and not (section.id in FROM_PROBES and named and probes is not None and len(probes)):
             continue
         summary = summarize(runs)
         data = ReportData(runs, summary, _slices(runs, {row["anchor"] for row in summary}), probes, compact=True)

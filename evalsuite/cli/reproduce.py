@@ -37,7 +37,8 @@ from evalsuite.cli.app import main
                    "one): checks that the experiments run end to end in minutes; its verdicts test the pipeline, "
                    "not the findings (no escalation, no probes)")
 @click.option("--figures", "figures_dir", default=None, type=click.Path(file_okay=False),
-              help="also write the report's headline figures (the capacity law's collapse plot, the frontier) as "
+              help="also write the report's headline figures (the capacity law's collapse plot, the frontier, the argmax "
+                   "capacity against d) as "
                    "PNG files in this folder, for a Markdown page such as the README (committed: docs/figures)")
 @common.compact_option
 def reproduce(names, scale, list_only, plan_only, executor, workers, address, device, store_path, threads, group, verdicts_only, output,
@@ -181,7 +182,7 @@ def _write_figures(folder, verdicts, runs_by_experiment, probes) -> None:
         click.echo(f"figure   {path} ({title})")
     if not figures:
         click.echo(f"figures  none written to {folder}: the experiments judged draw no headline figure (capacity-law, "
-                   "the frontier)")
+                   "the frontier, capacity-argmax and capacity-trained)")
 
 
 def _verdicts_from(report: str, experiments, scale: str, results_path: str | None, names, rebuild: str | None,

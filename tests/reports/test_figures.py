@@ -30,6 +30,20 @@ def test_headline_figures_are_the_capacity_law_and_frontier_plots_as_png():
     assert headline_figures({}) == [] and headline_figures({"capacity-law": []}) == []
 
 
+def test_the_argmax_capacity_figures_draw_from_the_probes_once_their_experiments_are_named():
+    """capacity-argmax runs no model: its plot of n* against d is drawn from the probes where it was
+    judged; trained mixed-D models add the collapse plot; neither is drawn for other experiments."""
+    from tests.reproduce.synthetic import argmax_probes, capacity_trained
+
+    probes = argmax_probes()
+    probes = probes.assign(n_values=probes.n_keys.where(probes.n_keys % 2 == 0, probes.n_keys + 1))
+    assert [n for n, _, _ in headline_figures({"capacity-argmax": []}, probes)] == ["capacity-argmax-against-d.png"]
+    assert headline_figures({"copy": []}, probes) == [] and headline_figures({"capacity-argmax": []}) == []
+    runs, trained_probes = capacity_trained()
+    names = [n for n, _, _ in headline_figures({"capacity-trained": runs}, trained_probes)]
+    assert names == ["capacity-argmax-against-d.png", "capacity-argmax-collapse.png"]
+
+
 def test_the_collapse_plot_draws_each_4x_rerun_hollow_beside_its_base_point(monkeypatch):
     """A point whose 4x rerun moved is budget, not capacity: the figure shows both."""
     seen = []
