@@ -135,6 +135,7 @@ def run_experiments(experiments: list[Experiment], scale: str, store, run: Run, 
                     mine += [Point({"seed": c.seed, "lr": c.train.lr, "epochs": c.train.epochs}, c) for c in configs]
                     why.append(f"{cell.label} ({cell.status_word()})")
             if mine:
+                mine = list({p.run_id: p for p in mine}.values())  # a mixed-D run serves a cell per D: count it once
                 ids = frozenset(p.run_id for p in mine)
                 if ids in listed:  # experiments of one sweep (the frontier's three) list the same cells
                     echo(f"  {exp.name}, escalation round {round_}: the same {len(mine)} runs as {listed[ids]}")

@@ -101,6 +101,7 @@ def test_experiments_escalate_together_and_a_shared_run_counts_for_both(tmp_path
     said = []
     run_experiments([a, b], "cpu", store, run, echo=said.append)
     assert [name for name, _ in calls] == ["reproduce-cpu", "reproduce-cpu-escalation-1"]
+    assert "  exp-a, escalation round 1: 3 runs for softmax (learned)" in said
     assert "  exp-b, escalation round 1: the same 3 runs as exp-a" in said  # not the cell list again
     assert len(calls[0][1]) == 3 and len(calls[1][1]) == 3  # the three reported seeds at the best rate, once
     second_seed = calls[1][1][0]  # one of them
@@ -140,6 +141,35 @@ def test_probes_run_after_the_sweep_and_before_the_escalation(tmp_path, monkeypa
     monkeypatch.setattr(runner.argmax, "run", probe)
     runner.run_experiments([exp], "cpu", store, run, echo=lambda *_: None)
     assert calls == ["reproduce-cpu", "argmax probes: 1 call(s)", "reproduce-cpu-escalation-1"]
+
+
+def test_a_run_that_serves_a_cell_per_d_is_listed_once(tmp_path):
+    """A mixed-D run is read by one cell per D: the escalation's listing counts it once (capacity-trained
+    said "83 runs" for the 19 it ran)."""
+    from evalsuite.reproduce.experiment import CellSpec, Design, Experiment
+    from evalsuite.reproduce.runner import run_experiments
+    from evalsuite.store import Store
+
+    store = Store(tmp_path / "s.db")
+    design = Design({"task": "recall", "preset": "tiny"},
+                    [CellSpec(("softmax", D), f"softmax D={D}", {"model": "softmax"}, metric=m)
+                     for D, m in ((2, "accuracy"), (4, "val_accuracy"))], (1e-3, 3e-3, 1e-2))
+    exp = Experiment("exp-d", "x", "a test", lambda cells, probes, p, judge: judge.inconclusive([], ""),
+                     {"cpu": design, "paper": design}, {"cpu": 1, "paper": 1})
+    ran = []
+
+    def run(points, name, spec_):
+        ran.append(len(points))
+        for p in points:
+            store.finish(RunRecord(run_id=p.run_id, config=p.config.as_dict(), status="done",
+                                   metrics={"accuracy": 1.0, "val_accuracy": 1.0, "context_chance": 0.25}))
+        return {}
+
+    said = []
+    run_experiments([exp], "cpu", store, run, echo=said.append)
+    assert ran == [3, 3]  # the sweep's three rates, then the three reported seeds at the best rate
+    listing = next(s for s in said if "escalation round 1" in s)
+    assert listing.startswith(f"  exp-d, escalation round 1: {ran[1]} runs for softmax D=2")
 
 
 def test_frontier_sweep_file_is_the_experiments_sweep(repo_root):
