@@ -156,7 +156,9 @@ VERDICT_ANALYSES = ("retrieval_layer", "sharpness", "sharpness_by_context")
 
 
 def _verdict_metrics(metrics: dict, analyses=VERDICT_ANALYSES) -> dict:
-    out = {k: v for k, v in metrics.items() if k in SCALAR_METRICS or (k.startswith("eval_") and k.endswith("_accuracy"))}
+    # each eval segment's accuracy and its own floor (a mixed-D run's verdict reads both per D)
+    out = {k: v for k, v in metrics.items()
+           if k in SCALAR_METRICS or (k.startswith("eval_") and k.endswith(("_accuracy", "_floor")))}
     analysis = metrics.get("analysis")
     if isinstance(analysis, dict):
         kept = {k: analysis[k] for k in analyses if k in analysis}

@@ -21,6 +21,8 @@ def _capacity(slices: pd.DataFrame, summary: list[dict], probes: pd.DataFrame | 
     from evalsuite.analysis import half_point, knee
 
     section: dict = {"plots": [], "table": []}
+    if probes is not None and "probe" in probes:  # the argmax probes are drawn in their own section
+        probes = probes[~probes.probe.isin(["argmax", "calibration"])]
     if probes is not None and not probes.empty:
         if "variant" in probes:  # one curve per objective: the cross-entropy probe is not the paper's
             ce = probes.variant == "schlag-ce"

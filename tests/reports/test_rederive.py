@@ -46,6 +46,7 @@ def rejudged(repo_root) -> dict[str, str]:
     ("subset-25/reproduce-subset.html", {"softmax-mqar", "copy"}, "3 of 3 seeds learned"),
     ("induction-25/reproduce-induction.html", {"induction-extrapolation"}, "3 of 3 seeds learned"),
     ("capacity-law-26/reproduce-capacity-law.html", {"capacity-law"}, "softmax (control) at 0.95 or above at every D: yes"),
+    ("capacity-argmax/report.html", {"capacity-argmax", "capacity-trained"}, "n*"),
     ("reproduce-cpu.html", {e.name for e in rep.all_experiments()} - NEW, "")])  # every experiment, each by its own runs
 def test_the_committed_reports_import_and_are_judged_again_by_todays_rules(repo_root, path, names, shows):
     """The committed reports (real runs, written under earlier rules) still import, every run checked,
@@ -228,3 +229,18 @@ def test_the_published_report_shows_every_4x_configuration_on_three_or_more_seed
                 if seeds and not set(c.seeds) <= seeds:
                     short.append(f"{e.name}: {c.label}: 4x at lr {lr} on seeds {sorted(seeds)} of {c.seeds}")
     assert not short, short
+
+
+def test_a_compact_report_rederives_a_mixed_d_verdict_with_each_ds_own_floor(tmp_path):
+    """A compact report keeps each eval segment's accuracy and its floor: capacity-trained judged
+    from the report's runs reads the floor of each D (it read the mixture's headline floor at every
+    D when the per-D floors were dropped)."""
+    from tests.reproduce.synthetic import capacity_trained, judge
+
+    runs, probes = capacity_trained()
+    shown = judge("capacity-trained", runs, probes)
+    path = builder.write(runs, tmp_path / "c.html", probes=probes, verdicts=[shown], compact=True)
+    data = builder.read_embedded(path)
+    again = rep.get("capacity-trained").judge(data["runs"], data["probes"], "cpu")
+    assert again.figures == shown.figures and again.status == shown.status
+    assert "D=32 " in " ".join(again.figures) and "(floor 0.031)" in " ".join(again.figures)  # 1/32
