@@ -120,15 +120,18 @@ def final(probes: pd.DataFrame | None) -> dict[str, tuple[float, bool]]:
 
 
 def pending(calls: list[dict], probes: pd.DataFrame | None) -> list[dict]:
-    """The calls to run now: sweeps (grown where the best rate sat at an edge) and calibrations not
-    done, then the reported seeds of every configuration whose rate is chosen (at that rate)."""
+    """The calls to run now, in this order: the reported seeds of every configuration whose rate is
+    chosen (at that rate), the calibrations not done, then the sweeps not done (grown where the best
+    rate sat at an edge). A configuration whose rate is chosen gets its seeds before another's sweep
+    starts, so a segment's time goes first to the figures a clause reads."""
     done, state = done_calls(probes), sweep_state(calls, probes)
     rates = {ck: lr for ck, (lr, _) in state.items() if lr is not None}
-    out = [c for _, todo in state.values() for c in todo]  # sweeps not done, the grid's growth among them
+    sweeps = [c for _, todo in state.values() for c in todo]  # sweeps not done, the grid's growth among them
+    out, calibrations = [], []
     for c in calls:
         if c["probe"] == "calibration":
             if key(c) not in done:
-                out.append(c)
+                calibrations.append(c)
             continue
         if c.get("sweep") and c["seed"] == SWEEP_SEED:
             continue
@@ -138,7 +141,7 @@ def pending(calls: list[dict], probes: pd.DataFrame | None) -> list[dict]:
         c = {**c, "lr": lr}
         if key(c) not in done:
             out.append(c)
-    return list({key(c): c for c in out}.values())
+    return list({key(c): c for c in out + calibrations + sweeps}.values())
 
 
 def expected_seconds(call: dict, probes: pd.DataFrame | None) -> float | None:
@@ -153,7 +156,7 @@ def expected_seconds(call: dict, probes: pd.DataFrame | None) -> float | None:
 
 
 def run(calls: list[dict], store, *, workers: int = 1, echo=print, deadline: float | None = None) -> bool:
-    """Run the pending calls (sweeps first, then the reported seeds) on ``workers`` processes, each
+    """Run the pending calls (in ``pending``'s order) on ``workers`` processes, each
     call's rows stored as it finishes; returns False when the deadline (``time.monotonic()``) stopped
     it early. No call starts that its like took longer than the time left, and a call still running
     at the deadline stops there (it runs again next time): a segment ends on time."""
@@ -164,7 +167,7 @@ def run(calls: list[dict], store, *, workers: int = 1, echo=print, deadline: flo
     wall = None if deadline is None else time.time() + deadline - time.monotonic()  # the workers' clock
     failed: set[str] = set()
     skipped = False
-    for _ in range(4):  # the sweeps (and up to two growths of a grid), then the seeds at the rates they chose
+    for _ in range(4):  # chosen rates' seeds and the sweeps, then the sweeps' growth, then their seeds
         todo = [c for c in pending(calls, store.probes()) if key(c) not in failed]
         if not todo:
             continue

@@ -98,6 +98,19 @@ def test_the_calls_sweep_seed_zero_and_report_three_seeds():
     assert {argmax.key(c) for c in argmax.pending(calls, world)} == {argmax.key(c) for c in sweeps}
 
 
+def test_a_configuration_whose_rate_is_chosen_runs_its_seeds_before_another_sweeps():
+    from evalsuite.reproduce import argmax
+    from evalsuite.reproduce.experiments import capacity_argmax as exp
+
+    calls = [exp.call(label, 8, 8, 0, lr=lr, sweep=True) for label in ("signed linear", "delta") for lr in argmax.RATES]
+    calls += [exp.call(label, 8, 8, s) for label in ("signed linear", "delta") for s in argmax.REPORTED]
+    rows = pd.DataFrame([{"call": argmax.key(c), "capacity": cap, "converged": True, "max_steps": 4000}
+                         for c, cap in zip(calls[:3], (2.0, 2.2, 2.1))])  # signed linear's sweep done: lr 0.01 wins
+    todo = argmax.pending(calls, rows)
+    assert [(c["label"], c["seed"], c["lr"]) for c in todo] == \
+        [("signed linear", s, 0.01) for s in argmax.REPORTED] + [("delta", 0, lr) for lr in argmax.RATES]
+
+
 def _sweep_world(caps_by_lr: dict[float, float]):
     """One configuration's seed-0 sweep calls and rows where rate ``lr`` reached ``caps_by_lr[lr]``."""
     from evalsuite.reproduce import argmax
