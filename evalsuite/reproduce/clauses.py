@@ -1,6 +1,7 @@
 """How a verdict's clauses read a cell beyond its mean figure: a capability shown (``reaches``),
 an impossibility shown (``stays_below``), and a control that learned only at 4x the budget
-(``learned_at_4x``). Each reads the cell's seeds at the base budget and at 4x it."""
+(``learned_at_4x``). Each reads the cell's seeds at the base budget and at 4x it (the same two for
+a metric no run trains for, read at every rung: ``compare.reaches_far``, ``compare.below_far``)."""
 from __future__ import annotations
 
 from .cells import Cell
@@ -49,3 +50,4 @@ def stays_below(cell: Cell, level: float) -> bool | None:
 def learned_at_4x(cell: Cell) -> bool:
     """Learned at 4x the budget by the mean of every reported seed's rerun (a late-learning control)."""
     return rerun_on_every_seed(cell) and cell.learned_seed(cell.long_acc)
+

@@ -8,7 +8,11 @@
   but both need a complete rate sweep and their seeds (a rate not tried could reverse it). A cell
   settled at the ceiling stands for its figure at the rungs it did not need.
 - **Speed claims** ("A learns faster than B", ``faster``): steps to a validation level, per seed,
-  with a run that never reached it censored at its budget.
+  with a run that never reached it censored at its budget, and a run stored without its curve read
+  from how it stopped where that says it (``steps_to``).
+- **Far past the training length** (``reaches_far``, ``below_far``): a metric no run trains for,
+  where more budget can move a seed either way, read at every rung the cell reached, not by the
+  0.05 settledness test.
 - **Failures** (``failure_guard``): a decided shortfall of state carries its controls: the
   positive control learned at the budget the failure is read at, the same family at ``STATE_FACTOR``
   times the state or more reaches the level there, and the failing cell stands above its floor (it
@@ -17,9 +21,11 @@
 """
 from __future__ import annotations
 
+import math
 import statistics
 
 from evalsuite.protocol import CEILING, LADDER, MARGIN, MIN_SEEDS
+from evalsuite.records import TARGET_ACCURACY
 
 from .cells import Cell
 
@@ -35,6 +41,43 @@ def figures_at(cell: Cell, k: int) -> dict[int, float] | None:
     if cell.stable and cell.final_acc >= CEILING - 1e-9 and cell.settled_rung < k:
         return figures_at(cell, cell.settled_rung)
     return None
+
+
+def _far_rungs(cell: Cell) -> list[dict[int, float]] | None:
+    """Seed -> figure at each rung the cell reached on ``MIN_SEEDS`` or more seeds (None: not
+    judgeable yet: no complete rate sweep, or no such rung)."""
+    if not cell.present or cell.incomplete():
+        return None
+    rungs = [f for k in range(cell.top_rung + 1) if (f := figures_at(cell, k)) is not None and len(f) >= MIN_SEEDS]
+    return rungs or None
+
+
+def below_far(cell: Cell, level: float) -> bool | None:
+    """A claim's own criterion for a metric no run trains for (accuracy far past the training
+    length, where more budget can move a seed either way: RoPE +0.56, xPos -0.78 at 4x): below
+    ``level`` on every reported seed at every rung the cell reached (True: it does not generalise
+    that far); at or above it on every seed at some rung (False); otherwise undecided. It needs a
+    complete rate sweep and ``MIN_SEEDS`` seeds, not a settled figure."""
+    rungs = _far_rungs(cell)
+    if rungs is None:
+        return None
+    if all(v < level for f in rungs for v in f.values()):
+        return True
+    return False if any(all(v >= level for v in f.values()) for f in rungs) else None
+
+
+def reaches_far(cell: Cell, level: float) -> bool | None:
+    """A capability shown far past the training length (the metric no run trains for, as
+    ``below_far`` reads it): at some rung, ``MIN_SEEDS`` or more seeds and a majority of them at or
+    above ``level`` (True; one stuck seed does not undo the others, as ``reaches`` reads a cell);
+    below it on every seed at every rung reached (False); otherwise undecided."""
+    rungs = _far_rungs(cell)
+    if rungs is None:
+        return None
+    if any(sum(v >= level for v in f.values()) >= MIN_SEEDS and 2 * sum(v >= level for v in f.values()) > len(f)
+           for f in rungs):
+        return True
+    return False if all(v < level for f in rungs for v in f.values()) else None
 
 
 def _spread(values: list[float]) -> float:
@@ -62,23 +105,38 @@ def ordered(a: Cell, b: Cell, margin: float = MARGIN) -> bool | None:
     return True if all(v is True for v in verdicts) else False if all(v is False for v in verdicts) else None
 
 
-def steps_to(run, level: float) -> tuple[int, bool]:
+def steps_to(run, level: float) -> tuple[int, bool] | None:
     """``(steps, reached)``: the first validation step at or above ``level``, or, where the run never
-    reached it, its budget (censored: it would take at least that many)."""
-    for h in run.history or []:
-        if h.get("val_accuracy") is not None and h["val_accuracy"] >= level:
-            return int(h["step"]), True
-    return int(run.metrics.get("budget_steps") or run.metrics.get("steps") or 0), False
+    reached it, its budget (censored: it would take at least that many). A run stored without its
+    curve is read from how it stopped, where that says it: stopping on reaching its target (the
+    first evaluation at or above ``train.target_accuracy``) is the step it reached ``level`` when
+    ``level`` is that target, and a run that trained its whole budget with the stop on never
+    reached it. Otherwise it cannot say (None): it does not guess a step."""
+    history = run.history or []
+    if history:
+        for h in history:
+            if h.get("val_accuracy") is not None and h["val_accuracy"] >= level:
+                return int(h["step"]), True
+        return int(run.metrics.get("budget_steps") or run.metrics.get("steps") or 0), False
+    train = run.config.get("train", {})
+    target, stop = train.get("target_accuracy", TARGET_ACCURACY), train.get("stop_at_target", True)
+    if not stop or not math.isclose(level, target, abs_tol=1e-9) or run.metrics.get("stopped") is None:
+        return None
+    if run.metrics["stopped"] == "target":
+        return int(run.metrics["steps"]), True
+    if run.metrics["stopped"] == "budget":
+        return int(run.metrics.get("budget_steps") or run.metrics["steps"]), False
+    return None
 
 
 def faster(a: Cell, b: Cell, level: float) -> bool | None:
     """``a`` reaches ``level`` in fewer steps than ``b`` (at the base budget, seed by seed): True when
     on every common seed ``a`` reached it and ``b`` reached it later or never (censored past ``a``'s
     steps); False when on every common seed ``b`` reached it no later than ``a`` (or ``a`` never did);
-    None otherwise (fewer than ``MIN_SEEDS`` common seeds, or a censored run that cannot be
-    ordered)."""
+    None otherwise (fewer than ``MIN_SEEDS`` common seeds, a run whose steps cannot be read, or a
+    censored run that cannot be ordered)."""
     ra, rb = ({r.seed: steps_to(r, level) for r in c.best_runs} for c in (a, b))
-    seeds = sorted(set(ra) & set(rb))
+    seeds = sorted(s for s in set(ra) & set(rb) if ra[s] is not None and rb[s] is not None)
     if len(seeds) < MIN_SEEDS:
         return None
     out = []
@@ -94,12 +152,14 @@ def faster(a: Cell, b: Cell, level: float) -> bool | None:
 
 
 def speed_figure(cells: list[Cell], level: float) -> str:
-    """Steps to ``level`` per seed for each cell, ``>N`` where a run never reached it."""
+    """Steps to ``level`` per seed for each cell, ``>N`` where a run never reached it within its
+    budget of N, ``?`` where a run stored without its curve cannot say."""
     parts = []
     for c in cells:
         steps = [steps_to(r, level) for r in c.best_runs]
-        parts.append(f"{c.label} " + ", ".join(f"{n:,}" if ok else f">{n:,}" for n, ok in steps))
-    return f"steps to {level} validation accuracy, per seed (>N: not within its budget of N): " + "; ".join(parts)
+        parts.append(f"{c.label} " + ", ".join("?" if x is None else f"{x[0]:,}" if x[1] else f">{x[0]:,}" for x in steps))
+    return (f"steps to {level} validation accuracy, per seed (>N: not within its budget of N; ?: stored without its "
+            "curve): " + "; ".join(parts))
 
 
 def failure_guard(failing: Cell, control: Cell, larger: Cell | None = None, level: float = 0.9) -> str | None:

@@ -149,6 +149,14 @@ def resolved(values: Mapping[str, Any]) -> dict:
     return _resolve_point(dict(values), 0).as_dict()
 
 
+def far_segment(base: dict, seq_len: int, beyond: float) -> tuple[int, int] | None:
+    """(index, length) of the shortest eval segment of at least ``beyond`` x the training length,
+    as the design's base configures its test lengths."""
+    segs = [(i, s["seq_len"]) for i, s in enumerate(resolved(base)["task"].get("eval_segments") or [])
+            if s["seq_len"] >= beyond * seq_len]
+    return min(segs, key=lambda x: x[1]) if segs else None
+
+
 def on_ladder(epochs: float, base: float) -> bool:
     """``epochs`` is a rung of the ladder above ``base`` (``protocol.LADDER``)."""
     return any(math.isclose(epochs, f * base, rel_tol=1e-9) for f in LADDER)

@@ -224,12 +224,18 @@ def jrt(lin1, lin2, d1, d2, s1=1.0, s2=1.0, **kw):
             + two_settings("softmax", s1, s2))
 
 
-def parity(neg, pos, lin, **kw):
+def parity(neg, pos, lin, far=None, **kw):
+    """Parity at the training length (T 64) and at the claimed length (T 256, the design's test
+    segment): ``far`` = (neg, pos, lin) there (default: as at the training length)."""
     task = {"group": "Z2", "num_kv_pairs": None}
+    far = far or (neg, pos, lin)
+
+    def at(f):
+        return {"eval_0_accuracy": f}
     return (retask(cell("delta", neg, task="word_problem", d_model=32, **kw.get("n", {})), "neg", task,
-                   {"negative_eigenvalues": True})
-            + retask(cell("delta", pos, task="word_problem", d_model=32, **kw.get("p", {})), "pos", task)
-            + retask(cell("linear", lin, task="word_problem", d_model=32, **kw.get("l", {})), "lin", task))
+                   {"negative_eigenvalues": True}, metrics=at(far[0]))
+            + retask(cell("delta", pos, task="word_problem", d_model=32, **kw.get("p", {})), "pos", task, metrics=at(far[1]))
+            + retask(cell("linear", lin, task="word_problem", d_model=32, **kw.get("l", {})), "lin", task, metrics=at(far[2])))
 
 
 def deltaproduct(n2neg, n1neg, n1pos, n2pos, **kw):

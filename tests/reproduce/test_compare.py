@@ -62,3 +62,24 @@ def test_a_decided_failure_of_state_carries_its_controls(control, larger, failin
     failed = of("linear", state=8000, **failing)
     got = failure_guard(failed, of("softmax", **control), None if larger is None else of("delta", **larger))
     assert (got is None) if reason is None else (reason in got), got
+
+
+@pytest.mark.parametrize("stopped, steps, level, expected", [
+    ("target", 450, 0.99, (450, True)),      # stopped on reaching its target: the step it reached it
+    ("budget", 3125, 0.99, (3125, False)),   # trained its whole budget with the stop on: never reached it
+    ("target", 450, 0.9, None),              # another level: a run without its curve cannot say when
+    ("diverged", 200, 0.99, None),
+], ids=["stopped-at-target", "ran-its-budget", "other-level", "diverged"])
+def test_a_run_stored_without_its_curve_is_read_from_how_it_stopped(stopped, steps, level, expected):
+    """The committed reproduction's copy runs carry no curves; the speed figure read them as never
+    reaching 0.9 (">3,125") though each stopped on reaching 0.99 at 450 to 1,100 steps."""
+    run = cell("linear", 0.99, long=False)[3]
+    run = run.model_copy(update={"history": None, "metrics": {**run.metrics, "stopped": stopped, "steps": steps,
+                                                              "budget_steps": 3125}})
+    assert steps_to(run, level) == expected
+
+
+def test_a_speed_claim_over_runs_that_cannot_say_is_undecided():
+    a = Cell.of([r.model_copy(update={"history": None}) for r in cell("softmax", 0.9, long=False)], "a", {"model.name": "softmax"})
+    b = Cell.of(_with_history(cell("linear", 0.9, long=False), {1: 20, 2: 30, 3: 20}), "b", {"model.name": "linear"})
+    assert faster(a, b, 0.9) is None and faster(b, a, 0.9) is None

@@ -1,15 +1,23 @@
 """Copy: softmax and elu+1 linear attention both reach a low loss; linear may converge more
-slowly (Katharopoulos et al. 2020, Figure 2)."""
+slowly (Katharopoulos et al. 2020, Figure 2).
+
+A positive control, not a finding: its words (8 to 15 symbols of 10) are far inside what elu+1's
+state holds at d_model 64 (a 64 x 64 state per layer), so it shows the set-up
+trains both models, not what a fixed state loses. "Linear may converge more slowly" is a speed
+claim, read as steps to the runs' own target (0.99 validation accuracy, where they stop) per seed,
+a run that never reached it censored at its budget; reported, not judged ("may").
+"""
 from __future__ import annotations
 
 from evalsuite.protocol import MIN_SEEDS
+from evalsuite.records import TARGET_ACCURACY
 from evalsuite.reproduce.experiment import Design, Experiment, register
 from evalsuite.reproduce.settings import CPU_LRS, PAPER_LRS, pair
 from evalsuite.reproduce.compare import faster, speed_figure
 from evalsuite.reproduce.verdict import WORD, fmt, runnable, unsettled
 
 LOW_LOSS = 0.1
-SPEED_LEVEL = 0.9  # validation accuracy whose steps the speed figure compares
+SPEED_LEVEL = TARGET_ACCURACY  # validation accuracy whose steps the speed figure compares: where the runs stop
 
 
 def _steps(cell) -> str:
@@ -41,4 +49,4 @@ register(Experiment(
     # cpu: 5 epochs pinned (the default preset's budget may change)
     designs={"cpu": Design({"task": "copy", "model": "softmax", "train.epochs": 5}, CELLS, CPU_LRS),
              "paper": Design({"task": "copy", "model": "softmax", "preset": "paper"}, CELLS, PAPER_LRS)},
-    minutes={"cpu": (5, 27), "paper": 60}, order=70))
+    minutes={"cpu": (5, 27), "paper": 60}, order=70, control=True))

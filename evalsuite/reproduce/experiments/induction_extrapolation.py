@@ -16,43 +16,17 @@ Budget: every run trains its whole budget (``train.stop_at_target=false``): how 
 trains past fitting the training length decides its extrapolation, so a figure read at a stop on
 reaching the target is not settled (docs/guide/designs.md). The judged figure is each encoding's accuracy at the shortest test length of at least
 ``beyond`` x the training length (``Cell(metric="eval_i_accuracy")``), judged by the claim's own
-criterion (``fails``: below the learned level on every seed at every rung reached), not by the
+criterion (``compare.below_far``: below the learned level on every seed at every rung reached), not by the
 0.05 settledness test, which does not fit a metric no run trains for; the rate is chosen on
 validation at the training length.
 """
 from __future__ import annotations
 
-from evalsuite.protocol import LEARNED_FRACTION, MIN_SEEDS
-from evalsuite.reproduce.cells import Cell
-from evalsuite.reproduce.experiment import CellSpec, Design, Experiment, register, resolved
+from evalsuite.protocol import LEARNED_FRACTION
+from evalsuite.reproduce.compare import below_far
+from evalsuite.reproduce.experiment import CellSpec, Design, Experiment, far_segment, register
 from evalsuite.reproduce.settings import PAPER_LRS
 from evalsuite.reproduce.verdict import runnable, unsettled
-
-
-def far_segment(base: dict, seq_len: int, beyond: float) -> tuple[int, int] | None:
-    """(index, length) of the shortest eval segment of at least ``beyond`` x the training length,
-    as the design's base configures its test lengths."""
-    segs = [(i, s["seq_len"]) for i, s in enumerate(resolved(base)["task"].get("eval_segments") or [])
-            if s["seq_len"] >= beyond * seq_len]
-    return min(segs, key=lambda x: x[1]) if segs else None
-
-
-def fails(cell: Cell, level: float) -> bool | None:
-    """The claim's own criterion, for a metric no run trains for (accuracy far past the training
-    length, where more budget can move a seed either way: RoPE +0.56, xPos -0.78 at 4x): below
-    ``level`` on every reported seed at every rung the cell reached (True: it does not generalise
-    that far); at or above it on every seed at some rung (False); otherwise undecided. It needs a
-    complete rate sweep and ``MIN_SEEDS`` seeds, not a settled figure."""
-    from evalsuite.reproduce.compare import figures_at
-
-    if not cell.present or cell.incomplete():
-        return None
-    rungs = [f for k in range(cell.top_rung + 1) if (f := figures_at(cell, k)) is not None and len(f) >= MIN_SEEDS]
-    if not rungs:
-        return None
-    if all(v < level for f in rungs for v in f.values()):
-        return True
-    return False if any(all(v >= level for v in f.values()) for f in rungs) else None
 
 
 def verdict(cells, probes, p, judge):
@@ -83,7 +57,7 @@ def verdict(cells, probes, p, judge):
     checks = {}
     for c in judged:
         level = c.floor + LEARNED_FRACTION * (1 - c.floor)
-        checks[f"{c.label} below {level:.3f} at T={far[1]} ({p['beyond']}x the training length)"] = fails(reads[c.label], level)
+        checks[f"{c.label} below {level:.3f} at T={far[1]} ({p['beyond']}x the training length)"] = below_far(reads[c.label], level)
     level = judged[0].floor + LEARNED_FRACTION * (1 - judged[0].floor)
     figures.append(f"learned level: halfway from the floor (at the training length) to 1 ({level:.3f} at floor "
                    f"{judged[0].floor:.3f}); judged at T={far[1]}")
