@@ -134,7 +134,7 @@ def frontier(df: pd.DataFrame, front: pd.DataFrame, *, title: str, fmt: str = "p
         ax.set_xscale("log")
         ax.set_ylim(-0.02, 1.04)
         ax.set(title=title + (f" ({k + 1} of {len(groups)})" if len(groups) > 1 else ""),
-               xlabel="state size (floats per sequence)", ylabel="accuracy")
+               xlabel="state (floats per sequence, the mixers' as Zoology counts them)", ylabel="accuracy")
         ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
     return to_uri(fig, fmt)

@@ -114,8 +114,19 @@ def reaches(cell: Cell, level: float = LEVEL) -> bool:
 
 def smallest_state(family_cells: list[Cell], level: float = LEVEL) -> float | None:
     """The least state among a family's cells that reach ``level`` (None: none does)."""
-    states = [c.state for c in family_cells if reaches(c, level)]
+    states = [state(c) for c in family_cells if reaches(c, level)]
     return min(states) if states else None
+
+
+def state(cell: Cell) -> float | None:
+    """The cell's state as Zoology counts it per mixer (docs/FINDINGS.md, finding 21: attention
+    2 d_model T, a window 2 d_model w, DeltaNet heads d_k d_v, GLA d_k d_v, Based heads d_v times the
+    expanded feature size plus its denominator): the mixers' floats summed over layers, the short
+    convolution's window not counted (Zoology's ``Hybrid(BaseConv, mixer)`` reports only the mixer's).
+    Every frontier comparison reads this; our ``state_size`` adds the convolution's window (384 floats
+    at width 64, two layers, kernel 4: more than half the smallest fixed states here)."""
+    z = zoology_state(cell)
+    return None if z is None else z / 4
 
 
 def zoology_state(cell: Cell) -> float | None:
@@ -130,12 +141,13 @@ def least_state_figure(fam: dict[str, list[Cell]], level: float = LEVEL) -> str:
     parts = []
     for label, cs in fam.items():
         reached = [c for c in cs if reaches(c, level)]
-        best = min(reached, key=lambda c: c.state) if reached else None
+        best = min(reached, key=state) if reached else None
         parts.append(f"{label} " + ("never" if best is None else
-                                    f"{state_text(best.state)} floats = {state_text(zoology_state(best))} Zoology units"))
-    return (f"least state reaching {level}, ours (floats per sequence, all layers, short convolution included) and in "
-            f"Zoology's logged units (4 x mixer floats summed over layers; the convolution's window not counted, as "
-            f"Zoology's Hybrid(BaseConv, mixer) reports only the mixer's): " + "; ".join(parts))
+                                    f"{state_text(state(best))} floats = {state_text(zoology_state(best))} Zoology units "
+                                    f"({state_text(best.state)} with the convolution's window)"))
+    return (f"least state reaching {level}, as Zoology counts it per mixer (floats per sequence, the mixers' summed over "
+            f"layers, the short convolution's window not counted, as Zoology's Hybrid(BaseConv, mixer) reports only the "
+            f"mixer's; its logged units are 4 x that) and ours with the window: " + "; ".join(parts))
 
 
 def never_reaches(family_cells: list[Cell], level: float = LEVEL) -> bool:
@@ -152,10 +164,10 @@ def shown_short_to(family_cells: list[Cell], level: float = LEVEL) -> float | No
     if not all(c.present for c in family_cells):
         return None  # a point with no run: where it sits, nothing is shown
     bound = None
-    for c in sorted(family_cells, key=lambda c: c.state):
+    for c in sorted(family_cells, key=state):
         if not c.settled_below(level):
             break
-        bound = c.state
+        bound = state(c)
     return bound
 
 

@@ -8,7 +8,9 @@ One plot is one task setting (task, T, D) at one base budget: runs trained for a
 over the axis that sets its state (``state_axis``), so runs of another width or layer count never
 join it. A point's 4x rerun (``BUDGET_FACTOR`` x a budget the same point also ran, the protocol's
 escalation) is drawn hollow beside its base point: a capacity does not move with budget, a
-shortfall of budget does."""
+shortfall of budget does. State is counted as Zoology counts it per mixer (docs/FINDINGS.md,
+finding 21; ``reproduce.frontier.state``, which the frontier verdicts read): the mixers' floats,
+the short convolution's window left out."""
 from __future__ import annotations
 
 import math
@@ -76,13 +78,14 @@ class Frontier(Section):
         rows = pd.DataFrame([{"task": r["task"], "T": r["seq_len"], "D": r["pairs"], "model": r["model"],
                               "mix": (f"trained on mixed D {r['mixture']['D']} (T {r['mixture']['T']})"
                                       if r.get("mixture") else ""),
-                              "state": r["state_size"], "zoology": r.get("state_zoology"), "accuracy": r["accuracy"],
+                              "state": r["state_zoology"] / 4, "ours": r["state_size"], "zoology": r["state_zoology"],
+                              "accuracy": r["accuracy"],
                               "std": r.get("accuracy_std"), "seeds": r.get("seeds"), "floor": r.get("chance"),
                               "epochs": r["epochs"], "layers": r["n_layers"], "width": r["d_model"], "run": r["anchor"],
                               "axis": state_axis(configs[r["anchor"]]["model"]),
                               "point": setting_key(configs[r["anchor"]]), "line": line_key(configs[r["anchor"]])}
                              for r in data.summary if r["accuracy"] is not None and r["state_size"]
-                             and r["anchor"] in configs])
+                             and r.get("state_zoology") is not None and r["anchor"] in configs])
         if rows.empty:
             return None
         rows = mark_budgets(rows)  # a point's 4x rerun (long) and the base budget it is drawn beside

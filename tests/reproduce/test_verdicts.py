@@ -255,8 +255,23 @@ def test_frontier_states_stand_in_zoologys_units_beside_ours():
     from evalsuite.reproduce import frontier as fr
     delta = [Cell.of(runs, "d", {"model.name": "delta"})]
     assert fr.zoology_state(delta[0]) == 4 * (2000 - 2 * 3 * 16)
+    assert fr.state(delta[0]) == 2000 - 2 * 3 * 16  # what the verdicts compare: the mixers' floats (FINDINGS 21)
     text = " ".join(judge("frontier-delta", CASES["frontier-delta"][0]).figures)
-    assert "Zoology units" in text and "Zoology's logged units" in text
+    assert "Zoology units" in text and "as Zoology counts it per mixer" in text
+
+
+def test_the_frontier_compares_states_without_the_convolutions_window():
+    """frontier-swa's factor is read in Zoology's per-mixer accounting: with kernel 4 at width 64 and
+    two layers, a window of 16 (2 x 16 x 64 x 2 = 4,096 mixer floats; 4,480 with the window) is 4x a
+    fixed state of 1,024 (1,408 with it), which the convolution's 384 floats would hide (3.2x)."""
+    from evalsuite.reproduce import frontier as fr
+    from tests.reproduce.synthetic import retask
+
+    window = retask(cell("swa", 0.95, state=4480, long=False, window=16), "k4", model={"conv_kernel": 4, "n_layers": 2})
+    fixed = retask(cell("delta", 0.95, state=1408, long=False, feature_dim=4), "k4", model={"conv_kernel": 4, "n_layers": 2})
+    w, d = (Cell.of(runs, "c", {"model.name": runs[0].config["model"]["name"]}) for runs in (window, fixed))
+    assert (fr.state(w), fr.state(d)) == (4096, 1024) and fr.state(w) >= fr.FAR * fr.state(d)
+    assert w.state < fr.FAR * d.state  # ours, with the convolution's window
 
 
 @pytest.mark.parametrize("case, runs, failed", [

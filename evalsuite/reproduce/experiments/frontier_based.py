@@ -17,16 +17,16 @@ def check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str]
     if not based:
         return {"Based above its parts": None}, ["no finished Based run"], fam["Based"]
     top = max(based, key=lambda c: c.val)  # the Based setting chosen by validation, never by test
-    checks, figures, waits = {}, [f"Based: {top.label} {top.acc:.3f} at {fr.state_text(top.state)} floats"], []
+    checks, figures, waits = {}, [f"Based: {top.label} {top.acc:.3f} at {fr.state_text(fr.state(top))} floats"], []
     for part in PARTS:
-        rivals = [c for c in fam[part] if c.present and c.state <= fr.EQUAL_STATE * top.state]
+        rivals = [c for c in fam[part] if c.present and fr.state(c) <= fr.EQUAL_STATE * fr.state(top)]
         name = f"Based above {part} at no more state"
         if not rivals:
             checks[name] = None
             figures.append(f"{part}: no point with at most {fr.EQUAL_STATE}x Based's state")
             continue
         rival = max(rivals, key=lambda c: c.val)  # shown; the check reads every rival
-        figures.append(f"{part}: {rival.label} {rival.acc:.3f} at {fr.state_text(rival.state)} floats")
+        figures.append(f"{part}: {rival.label} {rival.acc:.3f} at {fr.state_text(fr.state(rival))} floats")
         orders = [above(top, r) for r in rivals]  # an ordering at every rung both reached (compare.ordered)
         checks[name] = True if all(o is True for o in orders) else False if any(o is False for o in orders) else None
         if checks[name] is None:

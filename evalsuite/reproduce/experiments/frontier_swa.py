@@ -36,7 +36,7 @@ def check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str]
         figures.append(f"sliding window shown below {fr.LEVEL} up to {fr.state_text(short)} floats "
                        f"({short / best:.1f}x the best fixed-state mixer)")
     if window is None:  # never reached: its largest window's state is a lower bound
-        bound = max(c.state for c in windows) / best
+        bound = max(fr.state(c) for c in windows) / best
         figures.append(f"sliding window never reached {fr.LEVEL}: more than {bound:.1f}x the state")
         figures += fr.learned_nowhere(fam, ["sliding window"])
         shown = bound >= fr.FAR and fr.never_reaches(windows) and fr.optimises(windows)
@@ -48,8 +48,8 @@ def check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str]
     if ratio >= fr.FAR:
         verdict = True if short is not None and short >= fr.FAR * best else None
         # the windows that could show it: one of FAR x the best or more, below the one that reaches
-        showing = sorted((c for c in windows if fr.FAR * best <= c.state < window), key=lambda c: c.state)
-        waits = [c for c in windows if c.state < fr.FAR * best] + showing[:1]
+        showing = sorted((c for c in windows if fr.FAR * best <= fr.state(c) < window), key=fr.state)
+        waits = [c for c in windows if fr.state(c) < fr.FAR * best] + showing[:1]
         if verdict is None and not showing:
             figures.append(f"the grid does not resolve {fr.FAR:g}x: no window of {fr.state_text(fr.FAR * best)} "
                            f"floats or more below {fr.state_text(window)} was run, and one that stays below "
@@ -57,7 +57,7 @@ def check(fam: dict[str, list[Cell]]) -> tuple[dict[str, bool | None], list[str]
     elif ratio < fr.CLOSE:
         bounds = [fr.shown_short_to(fam[k]) for k in FIXED_STATE]
         verdict = False if all(b is not None and window < fr.CLOSE * b for b in bounds) else None
-        waits = [c for c in fixed if c.state < window / fr.CLOSE]
+        waits = [c for c in fixed if fr.state(c) < window / fr.CLOSE]
     else:
         verdict, waits = None, windows + fixed
     return {clause: verdict}, figures, [] if verdict is not None else waits
