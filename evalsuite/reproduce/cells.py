@@ -155,7 +155,19 @@ class Cell(Ladder):
 
     @property
     def state(self) -> float:
+        """Ours: the floats a sequence keeps (``state_size``), the short convolution's window included."""
         return _mean(self._metric("state_size"))
+
+    @property
+    def mixer_state(self) -> float | None:
+        """The state as Zoology counts it per mixer (docs/FINDINGS.md, finding 21): the mixers' floats
+        summed over layers, the short convolution's window left out (``models.state.zoology_units``
+        / 4). What a comparison of states reads: at width 64, two layers, kernel 4, the window's 384
+        floats are more than half the smallest fixed states."""
+        from evalsuite.models.state import zoology_units
+
+        xs = [zoology_units(r.metrics["state_size"], r.config["model"]) / 4 for r in self.runs if r.metrics.get("state_size")]
+        return _mean(xs) if xs else None
 
     # --- judgements -----------------------------------------------------------------------------
     @property

@@ -119,14 +119,11 @@ def smallest_state(family_cells: list[Cell], level: float = LEVEL) -> float | No
 
 
 def state(cell: Cell) -> float | None:
-    """The cell's state as Zoology counts it per mixer (docs/FINDINGS.md, finding 21: attention
-    2 d_model T, a window 2 d_model w, DeltaNet heads d_k d_v, GLA d_k d_v, Based heads d_v times the
-    expanded feature size plus its denominator): the mixers' floats summed over layers, the short
-    convolution's window not counted (Zoology's ``Hybrid(BaseConv, mixer)`` reports only the mixer's).
-    Every frontier comparison reads this; our ``state_size`` adds the convolution's window (384 floats
-    at width 64, two layers, kernel 4: more than half the smallest fixed states here)."""
-    z = zoology_state(cell)
-    return None if z is None else z / 4
+    """The cell's state as Zoology counts it per mixer (``Cell.mixer_state``; docs/FINDINGS.md,
+    finding 21: attention 2 d_model T, a window 2 d_model w, DeltaNet heads d_k d_v, GLA d_k d_v,
+    Based heads d_v times the expanded feature size plus its denominator): every frontier comparison
+    reads it; our ``state_size`` adds the short convolution's window."""
+    return cell.mixer_state
 
 
 def zoology_state(cell: Cell) -> float | None:

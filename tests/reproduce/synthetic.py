@@ -106,9 +106,14 @@ def probes(knees, ran_out=(), max_steps=4000, seeds=(0, 1, 2), grid=CPU_PAIRS):
 def linear_width(d32, d64, d128, d64_few, soft=1.0, soft_few=1.0, **kw):
     """The CPU scale: elu+1's query/key size d_model / 16 (2, 4, 8)."""
     fd = CPU_FEATURE_DIM
-    return (cell("linear", d32, d_model=32, feature_dim=fd // 2, **kw) + cell("linear", d64, feature_dim=fd, **kw)
-            + cell("linear", d128, d_model=128, feature_dim=2 * fd, **kw)
-            + cell("linear", d64_few, pairs=4, feature_dim=fd) + cell("softmax", soft) + cell("softmax", soft_few, pairs=4))
+
+    def state(w, f):  # two layers of S (f x w) and z (f): the widest cell has 4x the middle one's (within 1%)
+        return 2 * (f * w + f)
+    return (cell("linear", d32, d_model=32, feature_dim=fd // 2, state=state(32, fd // 2), **kw)
+            + cell("linear", d64, feature_dim=fd, state=state(64, fd), **kw)
+            + cell("linear", d128, d_model=128, feature_dim=2 * fd, state=state(128, 2 * fd), **kw)
+            + cell("linear", d64_few, pairs=4, feature_dim=fd, state=state(64, fd)) + cell("softmax", soft)
+            + cell("softmax", soft_few, pairs=4))
 
 
 def delta(d32, l32, d64, l64, soft=1.0, **kw):
