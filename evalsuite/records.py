@@ -277,6 +277,16 @@ def floor_of(metrics: dict) -> float | None:
     return None
 
 
+def against_floor(acc: float, floor: float) -> str:
+    """Where an accuracy stands against its floor (the best reader with no memory of the task), in
+    words that match the numbers: "below the floor" more than ``MARGIN`` under it (worse than
+    guessing as that reader does: a model that has not learned the task's format, or a smoke run),
+    "at the floor" within ``MARGIN`` of it, "above the floor" beyond that."""
+    from evalsuite.protocol import MARGIN
+
+    return "below the floor" if acc < floor - MARGIN else "at the floor" if acc < floor + MARGIN else "above the floor"
+
+
 def convergence_note(metrics: dict) -> str:
     """One line on how a run ended, for the CLI summary and the reports."""
     stopped, gain = metrics.get("stopped"), metrics.get("last_quarter_gain")
@@ -295,9 +305,10 @@ def convergence_note(metrics: dict) -> str:
         return (f"UNDERTRAINED: validation accuracy still rose{rise} in the last quarter of the budget, so this is "
                 f"not the model's limit (more train.epochs may change it)")
     note = f"budget spent; validation accuracy flat over its last quarter ({gain:+.3f})" if isinstance(gain, float) else "budget spent"
-    if acc is not None and floor is not None and acc < floor + 0.05:
-        note += ("; at the chance floor, where MQAR models often plateau and then jump: calling this a failure needs "
-                 "a learning-rate sweep, three seeds and 4x the budget on each (evalsuite reproduce does that)")
+    if acc is not None and floor is not None and (where := against_floor(acc, floor)) != "above the floor":
+        note += (f"; {where} ({acc:.3f} against {floor:.3f}), where MQAR models often plateau and then jump: calling "
+                 "this a failure needs a learning-rate sweep, three seeds and 4x the budget on each (evalsuite reproduce "
+                 "does that)")
     return note
 
 

@@ -24,7 +24,7 @@ from evalsuite.labels import mixture, model_label
 from evalsuite.models import key_features
 from evalsuite.models.state import zoology_units
 from evalsuite import imports
-from evalsuite.records import (METRICS, TARGET_ACCURACY, RunRecord, Status, Verdict, convergence_note, floor_of,
+from evalsuite.records import (METRICS, TARGET_ACCURACY, RunRecord, Status, Verdict, against_floor, convergence_note, floor_of,
                                thin_history)
 
 from . import plots
@@ -51,6 +51,7 @@ def _fmt(value) -> str:
 
 
 _env.filters["fmt"] = _fmt
+_env.filters["against_floor"] = lambda acc, floor: against_floor(float(acc), float(floor))  # records.against_floor
 
 
 def config_key(config: dict) -> str:

@@ -49,6 +49,8 @@ def run(task, model, feature_map, preset, overrides, seed, device, store_path, t
     click.echo(f"evalsuite run: {model} on {task} (preset {preset}, seed {seed}, device {dev}, "
                f"{_threads()} thread{'s' if _threads() != 1 else ''}; budget {budget:,} steps, the expected time "
                f"is measured and printed after the first 100)", err=True)
+    if preset == SMOKE_PRESET:
+        click.echo(SMOKE_NOTE, err=True)
     result = run_one(config, device=device, store=store, force=force, wait=wait, wait_minutes=wait_minutes,
                      echo=lambda m: click.echo(m, err=True))
     if report is not None:
@@ -59,9 +61,14 @@ def run(task, model, feature_map, preset, overrides, seed, device, store_path, t
         except OSError as exc:  # the run is recorded; say so and go on
             result.warnings.append(f"report not written: {common.os_message(exc)}")
             report = None
-    click.echo(_summary(result, store.path, report))
+    click.echo(_summary(result, store.path, report) + (f"\n{SMOKE_NOTE}" if preset == SMOKE_PRESET else ""))
     if not result.ok:
         sys.exit(1)
+
+
+SMOKE_PRESET = "tiny"
+SMOKE_NOTE = ("note: the tiny preset is a smoke test (a few steps on 256 examples): its accuracies say the code runs, "
+              "not what the model can learn; they often sit below the floor")
 
 
 def _threads() -> int:
@@ -71,7 +78,7 @@ def _threads() -> int:
 
 
 def _summary(result, store_path, report) -> str:
-    from evalsuite.records import convergence_note
+    from evalsuite.records import against_floor, convergence_note
 
     m = result.metrics
     model = result.config["model"]
@@ -84,8 +91,8 @@ def _summary(result, store_path, report) -> str:
     if "accuracy" in m:
         floor = ""
         if "context_chance" in m:
-            floor = (f"  (floor {m['floor']:.4f}: {m['floor_reader']}, the best reader with no memory of the task; "
-                     if "floor" in m else "  (") + \
+            floor = (f"  ({against_floor(m['accuracy'], m['floor'])} {m['floor']:.4f}: {m['floor_reader']}, the best "
+                     "reader with no memory of the task; " if "floor" in m else "  (") + \
                 f"chance {m['context_chance']:.4f}: {m.get('chance_rule', '')}; majority class {m['majority_rate']:.4f})"
         budget = f" of {m['budget_steps']}, best at step {m['best_step']}" if "budget_steps" in m else ""
         rows += [("test accuracy", f"{m['accuracy']:.4f}{floor}"), ("val accuracy", f"{m['val_accuracy']:.4f}"),

@@ -16,7 +16,7 @@ from evalsuite.cli.app import main
 def show(run_id, store_path, as_json):
     """Show one run (RUN_ID: its id or a unique prefix). Reads the store without modifying it."""
     from evalsuite.labels import model_label
-    from evalsuite.records import convergence_note, floor_of
+    from evalsuite.records import against_floor, convergence_note, floor_of
 
     store = common.open_store(store_path, must_exist=True)
     try:
@@ -31,12 +31,15 @@ def show(run_id, store_path, as_json):
     lines = [("run", record.run_id), ("status", record.status.value + (f": {record.first_error_line()}" if record.error else "")),
              ("task / model", f"{cfg['task']['name']} / {model_label(cfg)}"), ("seed", cfg.get("seed"))]
     if m.get("accuracy") is not None:
-        lines.append(("test accuracy", f"{m['accuracy']:.4f}" + (f"  (floor {floor:.4f}: {m.get('floor_reader') or 'chance rule'})"
+        lines.append(("test accuracy", f"{m['accuracy']:.4f}" + (f"  ({against_floor(m['accuracy'], floor)} {floor:.4f}: "
+                                                                  f"{m.get('floor_reader') or 'chance rule'})"
                                                                   if floor is not None else "")))
+    units = {"state_size": ("state size", "{:,} floats per sequence"), "wall_time_s": ("wall time", "{:.1f} s")}
     for key in ("val_accuracy", "loss", "steps", "budget_steps", "best_step", "state_size", "parameters", "wall_time_s"):
         if m.get(key) is not None:
             value = m[key]
-            lines.append((key.replace("_", " "), f"{value:.4f}" if isinstance(value, float) else f"{value:,}"))
+            name, form = units.get(key, (key.replace("_", " "), "{:.4f}" if isinstance(value, float) else "{:,}"))
+            lines.append((name, form.format(value)))
     for i, seg in enumerate(cfg["task"].get("eval_segments") or []):
         if m.get(f"eval_{i}_accuracy") is not None:
             lines.append((f"eval {i} accuracy", f"{m[f'eval_{i}_accuracy']:.4f}  (T={seg.get('seq_len')})"))

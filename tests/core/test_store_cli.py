@@ -2,6 +2,7 @@
 (csv and jsonl round-trip through pandas; parquet needs an engine), on a store of synthetic
 records (no training)."""
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -57,6 +58,8 @@ def test_runs_lists_filters_and_prints_json_and_csv(store):
 def test_show_a_run_by_prefix_and_as_json(store):
     res = invoke("show", "aaaa1", "--store", str(store.path))
     assert res.exit_code == 0 and "test accuracy" in res.output and "floor 0.1600: order" in res.output
+    assert re.search(r"(below|at|above) the floor 0\.1600", res.output)  # words that match the numbers
+    assert not re.search(r"wall time +\d+\.\d{2,}", res.output)  # seconds to a tenth, with their unit
     assert json.loads(invoke("show", "aaaa2", "--store", str(store.path), "--json").output)["run_id"] == "aaaa2222"
     for bad in ("aaaa", "zzzz"):  # several, none
         res = invoke("show", bad, "--store", str(store.path))

@@ -484,3 +484,10 @@ def test_a_thinned_curve_keeps_the_jump_it_is_read_for():
     escaped = min(h["step"] for h in thin if h["val_accuracy"] == 0.99)
     assert left < jump <= escaped and escaped - left <= 3000 / 62 + 1
     assert thin_history([{"step": 1, "train_loss": 2.0}]) == []  # no validation pass: no curve
+
+
+def test_the_summary_says_where_each_accuracy_stands_against_its_floor(report_store):
+    """Words that match the numbers: the tiny runs sit below their floor and say so ("at floor"
+    was printed for any accuracy at or under it, 0.41 against 0.63 included)."""
+    html = report_store.read_text()
+    assert "(below the floor)" in html and "(at floor)" not in html

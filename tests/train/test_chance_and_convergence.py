@@ -9,7 +9,7 @@ import torch
 from evalsuite import tasks
 from evalsuite.analysis import answer_positions
 from evalsuite.tasks import IGNORE
-from evalsuite.records import convergence_note
+from evalsuite.records import against_floor, convergence_note
 from evalsuite.train import convergence, lr_factor
 
 
@@ -114,10 +114,24 @@ def test_undertrained_rule_on_synthetic_histories():
     assert not c["undertrained"]
     note = convergence_note({"stopped": "budget", "undertrained": False, "last_quarter_gain": 0.0,
                              "accuracy": 0.126, "context_chance": 0.125})
-    assert "chance floor" in note and "4x" in note
+    assert "at the floor (0.126 against 0.125)" in note and "4x" in note
     # reached the target early
     done = history([0.5, 0.9, 0.995], 300)
     assert convergence(done, 1000, 0.99) == {"stopped": "target", "undertrained": False, "last_quarter_gain": 0.0}
     # gains of less than the threshold at the end do not count
     assert not convergence(history([0.9] * 15 + [0.905] * 5, 1000), 1000, 0.99)["undertrained"]
     assert math.isnan(convergence([], 10, 0.99)["last_quarter_gain"])
+
+
+@pytest.mark.parametrize("acc, floor, words", [
+    (0.0195, 0.25, "below the floor"),   # the tiny preset's MQAR run against a chance rule of 1/4
+    (0.4141, 0.625, "below the floor"),  # was tagged "(at floor)" in the runs table
+    (0.60, 0.625, "at the floor"),       # within 0.05 either side
+    (0.674, 0.625, "at the floor"),
+    (0.676, 0.625, "above the floor"),
+], ids=["far-below", "below", "just-under", "just-over", "above"])
+def test_words_against_the_floor_match_the_numbers(acc, floor, words):
+    assert against_floor(acc, floor) == words
+    note = convergence_note({"stopped": "budget", "undertrained": False, "last_quarter_gain": 0.0, "accuracy": acc,
+                             "floor": floor})
+    assert (words in note) == (words != "above the floor")
