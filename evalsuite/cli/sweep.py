@@ -50,6 +50,7 @@ def sweep(spec, executor, workers, address, device, store_path, threads, group, 
     get_executor(executor, workers=workers, device=device, address=address, threads=threads, group=group)  # refuse bad options first
     summary = sweeps.run_sweep(spec, store=store, executor=executor, workers=workers, device=device, threads=threads,
                                retry_failed=retry_failed, address=address, group=group, echo=click.echo)
+    _answer(store, sweeps.load_spec(spec), summary["sweep_id"])
     if report:
         from evalsuite.reports import builder
 
@@ -68,6 +69,20 @@ def sweep(spec, executor, workers, address, device, store_path, threads, group, 
             click.echo(f"warning  report not written: {common.os_message(exc)}", err=True)
     if summary["failed"]:
         sys.exit(1)
+
+
+def _answer(store, spec, sweep_id: str) -> None:
+    """The sweep's question answered at its end: a pivot of its swept variables (`runs --pivot`)."""
+    from evalsuite.cli.runs import pivot, sweep_axes
+
+    axes = sweep_axes(spec.grid)
+    if axes is None or not store.path.exists():
+        return
+    table, _ = pivot(store, axes, sweep_id=sweep_id)
+    if not table.empty:
+        click.echo(f"test accuracy by {axes[0]} and {axes[1]}: mean +- sd over seeds (n), beside the floor "
+                   f"(`evalsuite runs --sweep {sweep_id} --pivot {axes[0]},{axes[1]}`)")
+        click.echo(table.to_string())
 
 
 def _store_status(store) -> None:

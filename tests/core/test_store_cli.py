@@ -96,3 +96,42 @@ def test_sweep_status_without_a_spec_lists_the_stores_sweeps(store):
     assert res.exit_code == 0 and "s1  grid" in res.output and "3 runs: 1 done, 1 failed, 1 left" in res.output
     res = invoke("sweep", "--store", str(store.path))
     assert res.exit_code == 2 and res.output.startswith("Error: SPEC")
+
+
+def _sweep_store(tmp_path):
+    """A model x D sweep: elu+1 and softmax at D 4 and 16 on seeds 0-2, and elu+1 at D 16 at a
+    second rate on seed 0 only (its validation on seed 0 is worse, so the first rate is shown)."""
+    s = Store(tmp_path / "sweep.db")
+    accs = {("linear", 4): [0.9, 0.8, 0.85], ("linear", 16): [0.3, 0.2, 0.25], ("softmax", 4): [1.0] * 3,
+            ("softmax", 16): [0.99, 0.98, 0.97]}
+    for (model, D), values in accs.items():
+        for seed, acc in enumerate(values):
+            r = record(f"{model}{D}{seed}", model=model, acc=acc, seed=seed)
+            r.config["task"]["num_kv_pairs"] = D
+            r.metrics["floor"] = 1 / D
+            s.finish(r)
+    r = record("linear16lr", acc=0.6, seed=0)
+    r.config["task"]["num_kv_pairs"], r.config["train"]["lr"], r.metrics["val_accuracy"] = 16, 0.01, 0.1
+    s.finish(r)
+    return s
+
+
+def test_runs_pivot_answers_a_sweeps_question(tmp_path):
+    """`runs --pivot model,D`: mean +- sd over seeds per cell beside the floor, the setting chosen by
+    validation where two share a cell (the suite's rule, never by test accuracy)."""
+    store = _sweep_store(tmp_path)
+    res = invoke("runs", "--store", str(store.path), "--pivot", "model,D")
+    assert res.exit_code == 0, res.output
+    line = next(x for x in res.output.splitlines() if x.startswith("linear/elu1(nu=1)"))
+    assert "0.850 +- 0.050 (n=3; floor 0.250)" in line and "0.250 +- 0.050 (n=3; floor 0.062) [best of 2]" in line
+    cells = json.loads(invoke("runs", "--store", str(store.path), "--pivot", "model,D", "--json").output)
+    soft16 = next(c for c in cells if c["model"] == "softmax" and c["D"] == 16)
+    assert soft16["seeds"] == 3 and abs(soft16["accuracy"] - 0.98) < 1e-9 and abs(soft16["sd"] - 0.01) < 1e-9
+    assert next(c for c in cells if c["model"] == "linear/elu1(nu=1)" and c["D"] == 16)["accuracy"] == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("axes, message", [
+    ("model", "two different axes"), ("model,model", "two different axes"), ("model,Dx", "Did you mean 'D'?")])
+def test_runs_pivot_refuses_bad_axes_before_reading(tmp_path, axes, message):
+    res = invoke("runs", "--store", str(tmp_path / "none.db"), "--pivot", axes)
+    assert res.exit_code == 2 and res.output.startswith("Error: --pivot") and message in res.output

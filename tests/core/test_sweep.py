@@ -78,6 +78,8 @@ def test_grid_of_six_with_two_workers_then_resume(tmp_path, store_path):
     assert res.exit_code == 0, res.output
     assert done_rows(store_path) == [("done", 6)]
     assert len(list((store_path.parent / "weights").glob("*.pt"))) == 6
+    # its closing lines answer its question: the swept model against the task, each rate chosen by validation
+    assert "test accuracy by model and task" in res.output and "[best of 2]" in res.output and "--pivot model,task" in res.output
     again = CliRunner().invoke(main, ["sweep", str(spec), "--store", str(store_path), "--no-report"])
     assert "6 done, 0 to run" in again.output
     status = CliRunner().invoke(main, ["sweep", str(spec), "--status", "--store", str(store_path)])
@@ -298,3 +300,15 @@ def test_a_segment_starts_no_run_it_expects_to_end_past_the_deadline(tmp_path, s
 def test_reproduce_segment_minutes_is_checked_before_any_work(tmp_path):
     out = CliRunner().invoke(main, ["reproduce", "copy", "--segment-minutes", "0", "--store", str(tmp_path / "s.db")])
     assert out.exit_code == 2 and "--segment-minutes" in out.output and not (tmp_path / "s.db").exists()
+
+
+@pytest.mark.parametrize("grid, axes", [
+    (["model", "train.lr"], ("model", "task")),
+    (["train.lr", "task.num_kv_pairs", "model,model.feature_map"], ("model", "D")),
+    (["model.d_model", "task.seq_len"], ("d_model", "T")),
+    (["train.lr"], None),
+], ids=["model-and-rate", "joint-model-by-D", "width-by-T", "rate-only"])
+def test_a_sweeps_pivot_follows_its_swept_variables(grid, axes):
+    from evalsuite.cli.runs import sweep_axes
+
+    assert sweep_axes(grid) == axes
