@@ -1,4 +1,4 @@
-"""`evalsuite report`: one self-contained HTML file for a store or a sweep."""
+"""`evalsuite report`: one self-contained HTML file for a store, a sweep, or runs chosen by id."""
 from __future__ import annotations
 
 import click
@@ -8,6 +8,7 @@ from evalsuite.cli.app import main
 
 
 @main.command()
+@click.argument("run_ids", nargs=-1)
 @common.store_option
 @click.option("-o", "--output", default="results/report.html", show_default=True, type=click.Path(),
               help="the HTML file to write (never the store or one of its files)")
@@ -16,15 +17,23 @@ from evalsuite.cli.app import main
 @click.option("--open", "open_after", is_flag=True, help="open the report in the default browser")
 @click.option("--sweep", "sweep_id", default=None, help="only the runs of this sweep (id or unique prefix)")
 @common.compact_option
-def report(store_path, output, plot_format, open_after, sweep_id, compact):
-    """Write a self-contained HTML report of every run in the store (or one sweep). Reads the
-    store without modifying it."""
+def report(run_ids, store_path, output, plot_format, open_after, sweep_id, compact):
+    """Write a self-contained HTML report of every run in the store, of one sweep (--sweep), or of
+    the runs RUN_IDS names (ids or unique prefixes). Reads the store without modifying it."""
     from evalsuite import files
     from evalsuite.reports import builder
 
+    if run_ids and sweep_id:
+        raise common.BadInput("RUN_IDS, --sweep: choose one (the runs named, or a sweep's)")
     store = common.open_store(store_path, must_exist=True)
     files.check_output(output, "--output", store=store.path)
-    run_ids = common.sweep_run_ids(store, sweep_id)
+    if run_ids:
+        try:
+            run_ids = list(dict.fromkeys(store.find(r) for r in run_ids))
+        except KeyError as exc:
+            raise common.BadInput(f"RUN_IDS: {exc.args[0]}") from None
+    else:
+        run_ids = common.sweep_run_ids(store, sweep_id)
     runs = store.runs(run_ids)
     path = builder.write(runs, output, title=f"evalsuite report: {len(runs)} run{'s' * (len(runs) != 1)}", probes=store.probes(),
                          plot_format=plot_format, compact=compact)

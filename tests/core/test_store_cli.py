@@ -15,7 +15,7 @@ from evalsuite.store import Store
 
 def record(run_id, model="linear", status=Status.DONE, acc=0.5, seed=0, task="recall"):
     config = {"task": {"name": task, "seq_len": 64, "num_kv_pairs": 8}, "seed": seed,
-              "model": {"name": model, "feature_map": "elu1" if model == "linear" else None, "d_model": 64,
+              "model": {"name": model, "feature_map": "elu1" if model == "linear" else None, "d_model": 64, "n_layers": 2,
                         "feature_map_options": {"nu": 1} if model == "linear" else {}},
               "train": {"lr": 0.003, "epochs": 3.0}}
     metrics = {"accuracy": acc, "val_accuracy": acc, "floor": 0.16, "floor_reader": "order", "steps": 100,
@@ -135,3 +135,34 @@ def test_runs_pivot_answers_a_sweeps_question(tmp_path):
 def test_runs_pivot_refuses_bad_axes_before_reading(tmp_path, axes, message):
     res = invoke("runs", "--store", str(tmp_path / "none.db"), "--pivot", axes)
     assert res.exit_code == 2 and res.output.startswith("Error: --pivot") and message in res.output
+
+
+def test_compare_shows_what_differs_and_the_metrics_side_by_side(store, tmp_path):
+    """`compare`: the configuration keys whose values differ (here the model, its map and the seed;
+    the shared ones left out), each metric per run with where it stands against its floor."""
+    res = invoke("compare", "aaaa1", "aaaa2", "--store", str(store.path), "--json")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["runs"] == ["aaaa1111", "aaaa2222"]
+    assert out["differences"] == {"model.feature_map": ["elu1", None], "model.feature_map_options": ['{"nu": 1}', "{}"],
+                                  "model.name": ["linear", "softmax"], "seed": [0, 1]}
+    assert out["metrics"]["accuracy"] == [0.9, 1.0] and out["metrics"]["floor"] == [0.16, 0.16]
+    text = invoke("compare", "aaaa1", "aaaa2", "--store", str(store.path)).output
+    assert "configuration keys that differ" in text and "task.seq_len" not in text and "above the floor" in text
+    curves = invoke("compare", "aaaa1", "aaaa2", "--store", str(store.path), "-o", str(tmp_path / "c.png"))
+    assert curves.exit_code == 0 and "stored without learning curves" in curves.output  # synthetic records: none
+
+
+@pytest.mark.parametrize("args, message", [
+    (["aaaa1"], "two or more"), (["aaaa1", "aaaa1111"], "name one run"), (["aaaa1", "zzzz"], "RUN_IDS"),
+    (["aaaa1", "aaaa2", "-o", "c.html"], "--output: a .png")])
+def test_compare_refuses_bad_input_with_one_error_line(store, args, message):
+    res = invoke("compare", *args, "--store", str(store.path))
+    assert res.exit_code == 2 and res.output.startswith("Error:") and message in res.output and "Traceback" not in res.output
+
+
+def test_report_of_chosen_runs(store, tmp_path):
+    out = tmp_path / "two.html"
+    res = invoke("report", "aaaa1", "cccc", "--store", str(store.path), "-o", str(out))
+    assert res.exit_code == 0 and "2 runs" in res.output and out.exists()
+    assert invoke("report", "aaaa1", "--sweep", "x", "--store", str(store.path), "-o", str(out)).exit_code == 2
