@@ -203,7 +203,7 @@ def run_points(points: list[Point], *, name: str, spec: dict, store: Store, exec
     todo = [p for p in todo if p.run_id in mine]
     if not todo:
         return {"sweep_id": sid, "points": len(points), "ran": 0, "failed": 0}
-    progress = Progress(len(todo), echo)
+    progress = Progress(len(todo), echo, {p.run_id: describe(p.axes) for p in todo})
     failed, finished = 0, set()
     runner.deadline = deadline
     if deadline is not None and hasattr(runner, "estimates"):  # a segment starts no run it cannot finish
@@ -299,8 +299,9 @@ def _check_workers(points: list[Point], workers: int) -> None:
 class Progress:
     """Runs done, failures so far and an ETA from the mean time per finished run."""
 
-    def __init__(self, total: int, echo):
+    def __init__(self, total: int, echo, labels: dict[str, str] | None = None):
         self.total, self.done, self.failed, self.echo = total, 0, 0, echo
+        self.labels = labels or {}  # run id -> the swept values that make its point
         self.start = time.perf_counter()
 
     def update(self, result: RunRecord) -> None:
@@ -313,8 +314,11 @@ class Progress:
         if acc is not None:
             detail = f"accuracy {acc:.4f}" + (f" (floor {floor:.3f})" if floor is not None else "") \
                 + (" undertrained" if result.metric("undertrained") else "")
-        self.echo(f"[{self.done}/{self.total}] {result.status.value:<8} {result.model} on {result.task} "
-                  f"({result.run_id}) {detail}  | {self.failed} failed, {elapsed:.0f} s elapsed, ETA {eta:.0f} s")
+        point = self.labels.get(result.run_id)
+        self.echo(f"[{self.done}/{self.total}] {result.status.value:<8} {result.model} on {result.task}"
+                  + (f" [{point}]" if point else "")
+                  + f" ({result.run_id}) {detail}  | {self.failed} failed, {elapsed:.0f} s elapsed, ETA {eta:.0f} s")
 
     def close(self) -> None:
-        self.echo(f"finished {self.done} runs in {time.perf_counter() - self.start:.0f} s, {self.failed} failed")
+        self.echo(f"finished {self.done} runs in {time.perf_counter() - self.start:.0f} s of training (from the first "
+                  f"run's start; start-up and the report are not counted), {self.failed} failed")

@@ -1,5 +1,6 @@
 """Sweeps: validation up front, local workers, resume after SIGKILL, concurrent writers, Ray."""
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -80,6 +81,7 @@ def test_grid_of_six_with_two_workers_then_resume(tmp_path, store_path):
     assert len(list((store_path.parent / "weights").glob("*.pt"))) == 6
     # its closing lines answer its question: the swept model against the task, each rate chosen by validation
     assert "test accuracy by model and task" in res.output and "[best of 2]" in res.output and "--pivot model,task" in res.output
+    assert re.search(r"softmax on recall \[model=softmax, train\.lr=0\.00[13], seed=0\]", res.output)  # each point by its values
     again = CliRunner().invoke(main, ["sweep", str(spec), "--store", str(store_path), "--no-report"])
     assert "6 done, 0 to run" in again.output
     status = CliRunner().invoke(main, ["sweep", str(spec), "--status", "--store", str(store_path)])
