@@ -166,6 +166,7 @@ class RunConfig:
     train: TrainConfig
     seed: int
     plugins: dict[str, str] = field(default_factory=dict)
+    preset: str | None = None  # the named preset it was resolved from: recorded (the run's env), never hashed
 
     def as_dict(self) -> dict:
         """The canonical dict a record stores and the run id hashes."""
@@ -179,10 +180,10 @@ class RunConfig:
         return run_id(self.as_dict())
 
     @classmethod
-    def from_dict(cls, data: dict) -> "RunConfig":
+    def from_dict(cls, data: dict, preset: str | None = None) -> "RunConfig":
         """A stored configuration read back (it was validated when it was resolved)."""
         return cls(TaskSpec.from_section(data["task"]), ModelSpec.parse(data["model"], stored=True), TrainConfig(**data["train"]),
-                   data["seed"], dict(data.get("plugins") or {}))
+                   data["seed"], dict(data.get("plugins") or {}), preset)
 
     def replace(self, *, lr: float | None = None, epochs: float | None = None, seed: int | None = None,
                 warmup_steps: int | None = None, **train) -> "RunConfig":
@@ -203,7 +204,7 @@ class RunConfig:
     def __reduce__(self):
         # to a worker process as its canonical dict: plug-in classes live in modules a fresh
         # process has not imported, so it parses the dict (loading the plug-ins) instead
-        return (RunConfig.from_dict, (self.as_dict(),))
+        return (RunConfig.from_dict, (self.as_dict(), self.preset))
 
     def __repr__(self) -> str:
         return f"RunConfig({self.run_id}: {self.model.name} on {self.task.name}, seed {self.seed})"

@@ -53,9 +53,9 @@ def run_unit(configs: list[RunConfig], device: torch.device, *, progress: bool |
     else:
         out = train_group(configs, device, progress=progress, cache_dir=cache_dir, decide=decide)
     env = environment.describe(device)
-    for trained in out:
+    for config, trained in zip(configs, out):
         analyse(trained)
-        trained.record.env = env
+        trained.record.env = {**env, "preset": config.preset} if config.preset else env  # how it was asked for
     return out
 
 

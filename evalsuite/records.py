@@ -194,6 +194,12 @@ class RunRecord(BaseModel):
         return self.config["seed"]
 
     @property
+    def preset(self) -> str | None:
+        """The named preset the run was resolved from (recorded in its ``env``; runs stored before
+        it was recorded have none). Not part of the run id: the configuration it resolved to is."""
+        return self.env.get("preset")
+
+    @property
     def lr(self) -> float:
         return self.config["train"]["lr"]
 
@@ -250,12 +256,13 @@ def thin_history(history: list[dict[str, Any]], points: int = CURVE_POINTS) -> l
 
 
 def flat_row(record: RunRecord) -> dict[str, Any]:
-    """A run as one flat row (``evalsuite runs`` and ``export``): id, status, seed, every config
+    """A run as one flat row (``evalsuite runs`` and ``export``): id, status, seed, preset, every config
     field as ``task.x`` / ``model.x`` / ``train.x`` (dicts as JSON), and every scalar metric; nested
     metrics (analyses, slices) are left out."""
     import json
 
-    row: dict[str, Any] = {"run_id": record.run_id, "status": record.status.value, "seed": record.config.get("seed")}
+    row: dict[str, Any] = {"run_id": record.run_id, "status": record.status.value, "seed": record.config.get("seed"),
+                           "preset": record.preset}
     for section in ("task", "model", "train"):
         for key, value in (record.config.get(section) or {}).items():
             row[f"{section}.{key}"] = json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else value

@@ -102,7 +102,7 @@ def resolve(task: str, model: str, *, preset: str = "default", overrides: Iterab
     _check_resources(task_spec, spec, train, least_parameters(spec, task_spec.vocab_size))  # by arithmetic, first
     n_params = _check_model_builds(spec, task_spec.vocab_size, mixer_cls)
     _check_resources(task_spec, spec, train, n_params)
-    return RunConfig(task_spec, spec, train, seed, plugins)
+    return RunConfig(task_spec, spec, train, seed, plugins, preset)
 
 
 def _resolve_model(model: str, options: dict, task: TaskSpec) -> ModelSpec:

@@ -11,7 +11,7 @@ from evalsuite.cli import common
 from evalsuite.cli.app import main
 from evalsuite.records import Status
 
-COLUMNS = ["run_id", "status", "task", "model", "T", "D", "seed", "lr", "epochs", "accuracy", "floor", "steps"]
+COLUMNS = ["run_id", "status", "task", "model", "preset", "T", "D", "seed", "lr", "epochs", "accuracy", "floor", "steps"]
 # what a pivot can put on its rows or columns (the listing's settings, and the model's sizes)
 PIVOTABLE = ("task", "model", "T", "D", "lr", "epochs", "d_model", "n_layers", "feature_dim", "value_dim")
 STATUSES = [s.value for s in Status]
@@ -30,7 +30,7 @@ def listing(store, task=None, model=None, status=None, sweep_id=None) -> list[di
                 or (status and r.status.value != status):
             continue
         rows.append({"run_id": r.run_id, "status": r.status.value, "task": r.config["task"]["name"], "model": label,
-                     "T": r.config["task"].get("seq_len"), "D": r.config["task"].get("num_kv_pairs"),
+                     "preset": r.preset, "T": r.config["task"].get("seq_len"), "D": r.config["task"].get("num_kv_pairs"),
                      "seed": r.config.get("seed"), "lr": r.config["train"].get("lr"), "epochs": r.config["train"].get("epochs"),
                      "accuracy": r.metrics.get("accuracy"), "floor": floor_of(r.metrics), "steps": r.metrics.get("steps")})
     return rows
@@ -139,6 +139,7 @@ def runs(store_path, task, model, status, sweep_id, as_json, as_csv, pivot_axes)
     if frame.empty:
         click.echo(f"no runs match in {store.path}")
         return
+    frame["preset"] = frame["preset"].fillna("-")  # runs stored before presets were recorded
     click.echo(frame.to_string(index=False, float_format=lambda x: f"{x:.4g}", na_rep="-"))
     click.echo(f"{len(frame)} run{'s' * (len(frame) != 1)} in {store.path}")
 

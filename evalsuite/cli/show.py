@@ -29,7 +29,12 @@ def show(run_id, store_path, as_json):
     m, cfg = record.metrics, record.config
     floor = floor_of(m)
     lines = [("run", record.run_id), ("status", record.status.value + (f": {record.first_error_line()}" if record.error else "")),
-             ("task / model", f"{cfg['task']['name']} / {model_label(cfg)}"), ("seed", cfg.get("seed"))]
+             ("task / model", f"{cfg['task']['name']} / {model_label(cfg)}"),
+             ("preset", record.preset or "not recorded (a run stored before presets were)"), ("seed", cfg.get("seed"))]
+    size = ", ".join(f"{k} {cfg['task'][key]}" for k, key in (("T", "seq_len"), ("D", "num_kv_pairs"))
+                     if cfg["task"].get(key) is not None)
+    if size:
+        lines.append(("task size", size))
     if m.get("accuracy") is not None:
         lines.append(("test accuracy", f"{m['accuracy']:.4f}" + (f"  ({against_floor(m['accuracy'], floor)} {floor:.4f}: "
                                                                   f"{m.get('floor_reader') or 'chance rule'})"

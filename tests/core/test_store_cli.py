@@ -166,3 +166,22 @@ def test_report_of_chosen_runs(store, tmp_path):
     res = invoke("report", "aaaa1", "cccc", "--store", str(store.path), "-o", str(out))
     assert res.exit_code == 0 and "2 runs" in res.output and out.exists()
     assert invoke("report", "aaaa1", "--sweep", "x", "--store", str(store.path), "-o", str(out)).exit_code == 2
+
+
+def test_the_preset_is_recorded_and_shown_and_old_runs_say_they_have_none(tmp_path):
+    """A run records the preset it was resolved from (its env: not part of its id), and `runs`,
+    `show` and `export` carry it; a record from before says so instead of guessing."""
+    import evalsuite
+
+    store = Store(tmp_path / "e.db")
+    new = evalsuite.run("recall", "softmax", preset="tiny", store=store.path)
+    assert new.preset == "tiny" and "preset" not in new.config
+    store.finish(record("aaaa1111"))  # stored before presets were recorded
+    rows = {r["run_id"]: r for r in json.loads(invoke("runs", "--store", str(store.path), "--json").output)}
+    assert rows[new.run_id]["preset"] == "tiny" and rows["aaaa1111"]["preset"] is None
+    assert (rows[new.run_id]["T"], rows[new.run_id]["D"]) == (32, 4)
+    assert "preset         tiny" in invoke("show", new.run_id[:8], "--store", str(store.path)).output
+    assert "not recorded" in invoke("show", "aaaa1", "--store", str(store.path)).output
+    out = tmp_path / "runs.csv"
+    assert invoke("export", "--store", str(store.path), "-o", str(out)).exit_code == 0
+    assert set(pd.read_csv(out).preset.fillna("-")) == {"tiny", "-"}

@@ -79,6 +79,7 @@ def test_grid_of_six_with_two_workers_then_resume(tmp_path, store_path):
     assert res.exit_code == 0, res.output
     assert done_rows(store_path) == [("done", 6)]
     assert len(list((store_path.parent / "weights").glob("*.pt"))) == 6
+    assert {r.preset for r in Store(store_path).runs()} == {"tiny"}  # recorded through the worker processes
     # its closing lines answer its question: the swept model against the task, each rate chosen by validation
     assert "test accuracy by model and task" in res.output and "[best of 2]" in res.output and "--pivot model,task" in res.output
     assert re.search(r"softmax on recall \[model=softmax, train\.lr=0\.00[13], seed=0\]", res.output)  # each point by its values
