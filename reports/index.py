@@ -32,13 +32,17 @@ def entry(path: Path) -> dict:
 def write_index(folder: str | Path) -> Path:
     folder = Path(folder)
     rows = sorted((entry(p) for p in folder.glob("*.html") if p.name != INDEX), key=lambda e: -e["mtime"])
+    titles: dict[str, int] = {}
+    for e in rows:
+        titles[e["title"]] = titles.get(e["title"], 0) + 1
     body = []
     for e in rows:
         outcomes: dict[str, int] = {}
         for status in e["verdicts"].values():
             outcomes[status] = outcomes.get(status, 0) + 1
         verdicts = ", ".join(f"{n} {s}" for s, n in sorted(outcomes.items())) or "-"
-        body.append(f"<tr><td><a href=\"{html.escape(e['name'])}\">{html.escape(e['title'])}</a></td>"
+        shown = e["title"] + (f" ({e['name']})" if titles[e["title"]] > 1 else "")  # two reports, one title: the file tells
+        body.append(f"<tr><td><a href=\"{html.escape(e['name'])}\">{html.escape(shown)}</a></td>"
                     f"<td class=num>{e['runs']}</td><td>{html.escape(verdicts)}</td>"
                     f"<td>{time.strftime('%Y-%m-%d %H:%M', time.localtime(e['mtime']))}</td>"
                     f"<td class=num>{e['size'] / 2**20:.1f} MiB</td></tr>")

@@ -57,13 +57,24 @@ def run(task, model, feature_map, preset, overrides, seed, device, store_path, t
         from evalsuite.reports import builder
 
         try:
-            builder.write([result], report, title=f"evalsuite: {model} on {task}")
+            builder.write([result], report, title=run_title(result, preset))
         except OSError as exc:  # the run is recorded; say so and go on
             result.warnings.append(f"report not written: {common.os_message(exc)}")
             report = None
     click.echo(_summary(result, store.path, report) + (f"\n{SMOKE_NOTE}" if preset == SMOKE_PRESET else ""))
     if not result.ok:
         sys.exit(1)
+
+
+def run_title(record, preset: str) -> str:
+    """A run report's title: what sets this run apart from the runs beside it in ``reports/``
+    (its model label, task size, preset, rate and seed), so that ``index.html`` tells them apart."""
+    from evalsuite.labels import model_label
+
+    task = record.config["task"]
+    size = ", ".join(f"{k} {task[key]}" for k, key in (("T", "seq_len"), ("D", "num_kv_pairs")) if task.get(key) is not None)
+    return (f"evalsuite: {model_label(record.config)} on {task['name']}" + (f" ({size})" if size else "")
+            + f", preset {preset}, lr {record.config['train']['lr']:g}, seed {record.config['seed']}")
 
 
 SMOKE_PRESET = "tiny"

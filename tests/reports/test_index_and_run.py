@@ -34,3 +34,18 @@ def test_a_one_run_report_leads_with_the_run_its_floor_and_target():
     assert Run().build(ReportData([r, r.model_copy(update={"run_id": "x2"})], [], None, None), "png") is None
     html = builder.render([r], "one run")
     assert html.index('id="run"') < html.index('id="summary"')
+
+
+def test_the_index_tells_reports_of_one_title_apart(tmp_path):
+    """Two reports that share a title (the same model on the same task, two seeds) are told apart
+    by their file; a run report's title names its size, preset, rate and seed."""
+    from evalsuite.cli.run import run_title
+
+    folder = tmp_path / "reports"
+    good = CASES["copy"][0]
+    for name in ("a.html", "b.html"):
+        builder.write(good, folder / name, title="evalsuite: softmax on copy", compact=True)
+    index = (folder / "index.html").read_text()
+    assert "evalsuite: softmax on copy (a.html)" in index and "evalsuite: softmax on copy (b.html)" in index
+    title = run_title(good[0], "default")
+    assert "preset default" in title and f"seed {good[0].seed}" in title and "lr " in title
