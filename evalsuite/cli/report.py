@@ -35,6 +35,8 @@ def report(run_ids, store_path, output, plot_format, open_after, sweep_id, compa
     else:
         run_ids = common.sweep_run_ids(store, sweep_id)
     runs = store.runs(run_ids)
+    click.echo(f"report   drawing {len(runs)} run{'s' * (len(runs) != 1)}{' (compact)' if compact else ''}: a plot per "
+               f"section{'' if compact else ' and a curve per run'}, about a second for every few runs", err=True)
     path = builder.write(runs, output, title=f"evalsuite report: {len(runs)} run{'s' * (len(runs) != 1)}", probes=store.probes(),
                          plot_format=plot_format, compact=compact)
     click.echo(f"report   {path} ({path.stat().st_size / 2**20:.1f} MiB, {len(runs)} runs)")
