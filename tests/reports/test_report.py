@@ -491,3 +491,41 @@ def test_the_summary_says_where_each_accuracy_stands_against_its_floor(report_st
     was printed for any accuracy at or under it, 0.41 against 0.63 included)."""
     html = report_store.read_text()
     assert "(below the floor)" in html and "(at floor)" not in html
+
+
+def test_a_big_reports_tables_start_closed_and_a_link_opens_them_in_headless_chromium(tmp_path):
+    """A report opens on its verdicts, not on a wall of rows: the summary and runs tables of more
+    than 40 rows start closed (their summary line counts the rows), each verdict's figures are one
+    click away, images load eagerly (a print or full-page capture has them), and a #run- link or
+    the runs filter opens the table it points into. The page stays within a height bound at 1,400
+    and 390 px with everything closed."""
+    playwright = pytest.importorskip("playwright.sync_api", reason="install the dev extra (make test does)")
+    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: `make test` installs it (apt-get install chromium)"
+    from evalsuite import reproduce as rep
+    from tests.reproduce.synthetic import CASES, NO_PROBES, as_stored
+
+    runs = as_stored(CASES["frontier-delta"][0], "frontier-delta")  # ids as a store has them (hex)
+    assert len(runs) > 40
+    path = builder.write(runs, tmp_path / "big.html", compact=True,
+                         verdicts=[rep.get(n).judge(runs, NO_PROBES, "cpu") for n in ("frontier-delta", "frontier-swa")])
+    html_text = path.read_text()
+    assert 'loading="lazy"' not in html_text and "the runs table: " in html_text and "the summary table: " in html_text
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        for width, bound in ((1400, 12_000), (390, 24_000)):
+            page = browser.new_page(viewport={"width": width, "height": 900})
+            page.goto(path.as_uri())
+            page.wait_for_load_state("load")
+            assert page.evaluate("Array.from(document.querySelectorAll('details.big-table')).every(d => !d.open)")
+            assert page.evaluate("Array.from(document.querySelectorAll('details.verdict-detail')).every(d => !d.open)")
+            height = page.evaluate("document.documentElement.scrollHeight")
+            assert height < bound, (width, height)
+            page.close()
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(path.as_uri() + f"#run-{runs[-1].run_id}")
+        page.wait_for_load_state("load")
+        assert page.evaluate("id => document.getElementById(id).closest('details.big-table').open", f"run-{runs[-1].run_id}")
+        page.goto(path.as_uri())
+        page.fill("input.filter[data-table=runs-table]", runs[0].run_id[:6])
+        assert page.evaluate("document.getElementById('runs-table').closest('details.big-table').open")
+        browser.close()
