@@ -16,6 +16,7 @@ matplotlib.use("Agg")  # no display; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 from evalsuite.records import TARGET_ACCURACY
 
 from .plot_rules import (  # noqa: F401 - the rules are part of this module's interface
@@ -72,6 +73,12 @@ def _floor_lines(ax, df: pd.DataFrame, x: str, hue: str, floor: str | None) -> N
         ax.plot(part[x], part[floor], color="grey", lw=0.9, ls=":", label="floor (no-memory reader)" if i == 0 else None)
 
 
+def _integers(values: pd.Series) -> bool:
+    """An axis of whole numbers (pairs, lengths, widths), which gets whole-number ticks."""
+    v = pd.to_numeric(values, errors="coerce").dropna()
+    return bool(len(v)) and bool(((v - v.round()).abs() < 1e-9).all())
+
+
 def lines(df: pd.DataFrame, x: str, y: str, hue: str, *, title: str, xlabel: str, ylabel: str = "accuracy",
           logx: bool = False, target: bool = True, knees: dict | None = None, floor: str | None = None,
           fmt: str = "png") -> str:
@@ -95,6 +102,8 @@ def lines(df: pd.DataFrame, x: str, y: str, hue: str, *, title: str, xlabel: str
             ax.annotate(f"knee {kx:g}", (kx, ky), textcoords="offset points", xytext=(4, -14), fontsize=8)
         if logx:
             ax.set_xscale("log", base=2)
+        elif _integers(part[x]):
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))  # pairs, lengths, widths: never 15.5 and 16.5
         ax.set(title=title + (f" ({k + 1} of {len(groups)})" if len(groups) > 1 else ""), xlabel=xlabel, ylabel=ylabel)
         ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()

@@ -101,3 +101,20 @@ def test_near_zero_signal_cross_talk_is_capped_and_said():
                     metrics={"analysis": {"interference": rows}})
     section = _interference([run], "png")
     assert "1 bar(s) capped at 1000" in section["plots"][0]["title"] and CROSSTALK_CAP == 1e3
+
+
+def test_an_axis_of_whole_numbers_gets_whole_number_ticks(monkeypatch):
+    """"accuracy against the number of pairs" with most models at one D showed ticks at 15.5 and
+    16.5: an integer axis gets integer ticks."""
+    ticks = []
+    real = plots.to_uri
+
+    def capture(fig, fmt="png"):
+        fig.canvas.draw()
+        ticks.extend(t for ax in fig.axes for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1])
+        return real(fig, fmt)
+
+    monkeypatch.setattr(plots, "to_uri", capture)
+    df = pd.DataFrame([{"pairs": 16, "accuracy": 0.5 + m / 10, "model": f"m{m}", "floor": 1 / 16} for m in range(3)])
+    plots.lines(df, "pairs", "accuracy", "model", title="t", xlabel="pairs", floor="floor")
+    assert ticks and all(float(t).is_integer() for t in ticks), ticks
