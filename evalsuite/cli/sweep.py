@@ -73,7 +73,8 @@ def sweep(spec, executor, workers, address, device, store_path, threads, group, 
 
 def _answer(store, spec, sweep_id: str) -> None:
     """The sweep's question answered at its end: a pivot of its swept variables (`runs --pivot`)."""
-    from evalsuite.cli.runs import pivot, sweep_axes
+    from evalsuite.cli.runs import pivot
+    from evalsuite.pivot import sweep_axes
 
     axes = sweep_axes(spec.grid)
     if axes is None or not store.path.exists():

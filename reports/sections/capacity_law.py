@@ -2,8 +2,8 @@
 state has a key-side size d' (``models.key_features``), curves that fall together on
 min(1, d' / D) when a state of d' features holds d' pairs (the squared-error law; capacity-argmax
 has the argmax one); pairs retrieved past d' against d';
-and the capacity each map shows in the trained probe beside what trained models retrieve. Leads
-the report where recall runs sweep D across d' (``evalsuite reproduce capacity-law``)."""
+and the capacity each map shows in the trained probe beside what trained models retrieve. It no
+longer leads a report: capacity-law is retired, and a sweep over D leads with its own answer."""
 from __future__ import annotations
 
 import pandas as pd
@@ -20,7 +20,7 @@ MIN_POINTS = 3  # a curve needs this many D values to be drawn
 @section
 class CapacityLaw(Section):
     id, title, order = "capacity-law", "Capacity law", 4
-    leads = True
+    leads = False  # retired: the squared-error law is not what a trained model's state holds (capacity-argmax)
 
     def build(self, data: ReportData, fmt: str) -> dict | None:
         configs = {r.run_id: r.config for r in data.runs}

@@ -81,7 +81,7 @@ def test_grid_of_six_with_two_workers_then_resume(tmp_path, store_path):
     assert len(list((store_path.parent / "weights").glob("*.pt"))) == 6
     assert {r.preset for r in Store(store_path).runs()} == {"tiny"}  # recorded through the worker processes
     # its closing lines answer its question: the swept model against the task, each rate chosen by validation
-    assert "test accuracy by model and task" in res.output and "[best of 2]" in res.output and "--pivot model,task" in res.output
+    assert "test accuracy by model and task" in res.output and "--pivot model,task" in res.output
     assert re.search(r"softmax on recall \[model=softmax, train\.lr=0\.00[13], seed=0\]", res.output)  # each point by its values
     again = CliRunner().invoke(main, ["sweep", str(spec), "--store", str(store_path), "--no-report"])
     assert "6 done, 0 to run" in again.output
@@ -312,6 +312,6 @@ def test_reproduce_segment_minutes_is_checked_before_any_work(tmp_path):
     (["train.lr"], None),
 ], ids=["model-and-rate", "joint-model-by-D", "width-by-T", "rate-only"])
 def test_a_sweeps_pivot_follows_its_swept_variables(grid, axes):
-    from evalsuite.cli.runs import sweep_axes
+    from evalsuite.pivot import sweep_axes
 
     assert sweep_axes(grid) == axes
