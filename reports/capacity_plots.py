@@ -5,25 +5,31 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .plots import MARKERS, _axes, plt, to_uri
+from .plots import MARKERS, _axes, to_uri
 
 
 def capacity_against_d(points: pd.DataFrame, laws: pd.DataFrame, *, title: str, fmt: str = "png") -> str:
     """n* against d (d_k = d_v = d; the squared-error control at d_key = d) on log-log axes, one
     marker per ``series`` with its seeds' range as an error bar (``lo``, ``hi``), and each law of
-    ``laws`` (columns d, n, law) as a line: the argmax law d^2 / (2 ln n) against squared error's d."""
-    fig, ax = plt.subplots(figsize=(6.4, 3.8))
-    for i, (name, part) in enumerate(points.groupby("series", sort=True)):
-        part = part.sort_values("d")
-        err = [part.n - part.lo, part.hi - part.n]
-        ax.errorbar(part.d, part.n, yerr=err, marker=MARKERS[i % len(MARKERS)], ms=6, lw=1, capsize=2, label=name)
-    for style, (name, part) in zip(("--", ":"), laws.groupby("law", sort=False)):
-        ax.plot(part.d, part.n, color="black", ls=style, lw=1, label=name)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log", base=2)
-    ax.set(title=title, xlabel="state side d (d_k = d_v = d; the control: d_key)",
-           ylabel="pairs held n* (read back at >= 0.9)")
-    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ``laws`` (columns d, n, law) as a line: the argmax law d^2 / (2 ln n) against squared error's d.
+    One axes per vocabulary the trained probes ran at (``panel``; the calibration and the control
+    with the first), so that no axes holds more series than the plotting rules allow."""
+    panels = list(dict.fromkeys(points["panel"])) if "panel" in points and len(points) else [None]
+    fig, axes = _axes(len(panels), 6.4, 3.8)
+    for ax, panel in zip(axes, panels):
+        part_all = points if panel is None else points[points["panel"] == panel]
+        for i, (name, part) in enumerate(part_all.groupby("series", sort=True)):
+            part = part.sort_values("d")
+            err = [part.n - part.lo, part.hi - part.n]
+            ax.errorbar(part.d, part.n, yerr=err, marker=MARKERS[i % len(MARKERS)], ms=6, lw=1, capsize=2, label=name)
+        for style, (name, part) in zip(("--", ":"), laws.groupby("law", sort=False)):
+            ax.plot(part.d, part.n, color="black", ls=style, lw=1, label=name)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log", base=2)
+        ax.set(title=title + (f": {panel}" if panel else ""), xlabel="state side d (d_k = d_v = d; the control: d_key)",
+               ylabel="pairs held n* (read back at >= 0.9)")
+        ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
     return to_uri(fig, fmt)
 
 

@@ -71,20 +71,25 @@ def against_d(probes: pd.DataFrame | None, table: pd.DataFrame) -> tuple[pd.Data
     from evalsuite.analysis.argmax_probe import law_capacity
     from evalsuite.analysis.capacity import probe_capacities
 
+    first = f"{int(table.n_keys.max())} keys" if len(table) else ""  # the largest vocabulary: capacity-argmax's
     pts = [{"series": f"{r.label} (trained; {r.n_keys} keys, {r.n_values} values)", "d": r.d_key,
-            "n": r.n, "lo": r.lo, "hi": r.hi} for r in table.itertuples()
+            "n": r.n, "lo": r.lo, "hi": r.hi, "panel": f"{r.n_keys} keys"} for r in table.itertuples()
            if r.d_key == r.d_value and r.n > 0 and math.isfinite(r.n)]
+    first = first or "the probes"
     if probes is not None and not probes.empty and "variant" in probes:
         cal = probes[probes.variant == "calibration"]
         for d, g in cal.groupby("d_key"):
             if "capacity" in g and g.capacity.notna().any() and g.capacity.iloc[-1] > 0:
                 n = float(g.capacity.dropna().iloc[-1])
-                pts.append({"series": "calibration (Gaussian pairs, M = sum y x^T)", "d": int(d), "n": n, "lo": n, "hi": n})
+                pts.append({"series": "calibration (Gaussian pairs, M = sum y x^T)", "d": int(d), "n": n, "lo": n, "hi": n,
+                            "panel": first})
     schlag = probes is not None and {"trained", "setting", "memory"} <= set(probes.columns)
     for (memory, d), n in (probe_capacities(probes) if schlag else {}).items():
         if memory == "linear/elu1" and n > 0:
-            pts.append({"series": "elu+1, squared error (control)", "d": int(d), "n": n, "lo": n, "hi": n})
-    points = pd.DataFrame(pts, columns=["series", "d", "n", "lo", "hi"])
+            pts.append({"series": "elu+1, squared error (control)", "d": int(d), "n": n, "lo": n, "hi": n, "panel": first})
+    points = pd.DataFrame(pts, columns=["series", "d", "n", "lo", "hi", "panel"])
+    if len(points):  # the panel of the largest vocabulary (with the calibration and the control) first
+        points = points.sort_values("panel", key=lambda p: p != first, kind="stable")
     if points.empty:
         return points, pd.DataFrame(columns=["d", "n", "law"])
     lo, hi = int(points.d.min()), int(points.d.max())
