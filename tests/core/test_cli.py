@@ -21,7 +21,7 @@ def test_run_prints_summary_records_and_reports(tmp_path, store_path):
     report = tmp_path / "reports" / f"{df.run_id[0]}.html"
     assert report.exists() and str(report) in res.output
     html = report.read_text()
-    assert "<h1>evalsuite: linear on recall</h1>" in html
+    assert "<h1>evalsuite: linear/elu1 on recall (T 32, D 4), preset tiny, lr 0.003, seed 0</h1>" in html
     assert 'src="http' not in html and 'href="http' not in html  # self-contained
 
     res = invoke("run", "--task", "recall", "--model", "linear", "--preset", "tiny", "--store", str(store_path),
