@@ -1,7 +1,7 @@
 """How long `evalsuite reproduce` would take at CPU scale under the evidence method, per experiment,
 from each point's training steps and a measured step time; prints a Markdown table.
 
-    OMP_NUM_THREADS=1 python benchmarks/project_reproduce.py [NAMES ...] [--workers 2] [--out FILE]
+    OMP_NUM_THREADS=1 python benchmarks/project_reproduce.py [NAMES ...] [--workers 2] [--out FILE] [--paid NAMES]
 
 Each experiment's CPU sweep is expanded (seed 0 at its rates, as `reproduce` starts it). The cells
 its escalation settles are read through the experiment's own ``cells`` (so MAD's narrowed
@@ -69,7 +69,12 @@ def fake_run(point):
     return RunRecord(run_id=point.run_id, config=point.config.as_dict(), status="done", metrics=m)
 
 
-def project(names, workers: int, steps: int, overhead: float) -> list[str]:
+def project(names, workers: int, steps: int, overhead: float, paid=()) -> list[str]:
+    """The table. A point (and a cell's seeds and rungs) is counted once, by the first experiment that
+    has it: experiments that share configurations (a group's one sweep; the binding setting's mixed-D
+    runs, read by capacity-trained and the failure findings) pay for them once. ``paid``: experiments
+    whose configurations are paid for elsewhere (run, or projected, by their own issue): what the
+    others share with them costs nothing here."""
     from evalsuite import reproduce
     from evalsuite.protocol import setting_key
     from evalsuite.sweep import expand
@@ -83,9 +88,15 @@ def project(names, workers: int, steps: int, overhead: float) -> list[str]:
             measured[key] = step_seconds(config, steps)
         return measured[key] * total_steps(config) * (1 + overhead)
 
-    lines = [f"| experiment | points | cells settled | CPU-min, every cell learned | CPU-min, every cell below | "
+    lines = [f"| experiment | points (new) | cells settled | CPU-min, every cell learned | CPU-min, every cell below | "
              f"wall min on {workers} workers (learned - below) | listed |", "|---|---:|---:|---:|---:|---:|---:|"]
-    seen_sweeps: set[str] = set()
+    seen_points: set[str] = set()
+    seen_settings: set[str] = set()  # cells read from one point (mixed-D runs read at each D) share its runs
+    for exp in reproduce.select(list(paid)) if paid else []:
+        if (spec := exp.spec("cpu")) is not None:
+            points = expand(spec)
+            seen_points |= {p.run_id for p in points}
+            seen_settings |= {setting_key(p.config.as_dict()) for p in points}
     grand = [0.0, 0.0]
     for exp in reproduce.select(names):
         spec = exp.spec("cpu")
@@ -93,33 +104,32 @@ def project(names, workers: int, steps: int, overhead: float) -> list[str]:
             lines.append(f"| {exp.name} | probes only | | | | | {listed(exp)} |")
             continue
         points = expand(spec)
-        sweep_key = ",".join(sorted(p.run_id for p in points))
-        shared = sweep_key in seen_sweeps  # a group's experiments share one sweep: count it once
-        seen_sweeps.add(sweep_key)
+        new = [p for p in points if p.run_id not in seen_points]
+        seen_points |= {p.run_id for p in points}
         by_id = {p.run_id: p for p in points}
-        base = sum(cost(p.config) for p in points)
+        base = sum(cost(p.config) for p in new)
         cells = exp.judged_cells([fake_run(p) for p in points], "cpu")
         seeds = below = 0.0
-        counted: set[str] = set()  # cells read from one point (mixed-D runs read at each D) share its runs
         for c in cells:
             configs = [by_id[r.run_id].config for r in c.runs if r.run_id in by_id]
-            if not configs or (point := setting_key(configs[0].as_dict())) in counted:
+            if not configs or (point := setting_key(configs[0].as_dict())) in seen_settings:
                 continue
-            counted.add(point)
+            seen_settings.add(point)
             one = cost(configs[0])
             seeds += REPORTED_SEEDS * one
             below += LONG_RUNS * BUDGET * one
         learned_min, below_min = (base + seeds) / 60, (base + seeds + below) / 60
-        if shared:
-            lines.append(f"| {exp.name} | (the sweep above) | {len(cells)} | | | | {listed(exp)} |")
+        if not new and not seeds:
+            lines.append(f"| {exp.name} | {len(points)} (0: shared above) | {len(cells)} | 0 | 0 | 0 | {listed(exp)} |")
             continue
         grand[0] += learned_min
         grand[1] += below_min
-        lines.append(f"| {exp.name} | {len(points)} | {len(cells)} | {learned_min:,.0f} | {below_min:,.0f} | "
+        lines.append(f"| {exp.name} | {len(points)} ({len(new)}) | {len(cells)} | {learned_min:,.0f} | {below_min:,.0f} | "
                      f"{learned_min / workers:,.0f} - {below_min / workers:,.0f} | {listed(exp)} |")
     lines.append(f"| all | | | {grand[0]:,.0f} | {grand[1]:,.0f} | {grand[0] / workers:,.0f} - {grand[1] / workers:,.0f} | |")
     lines.append("")
-    lines.append(f"{len(measured)} distinct model and batch shapes timed, {steps} steps each after two warm-up steps.")
+    lines.append(f"{len(measured)} distinct model and batch shapes timed, {steps} steps each after two warm-up steps."
+                 + (f" Paid for elsewhere (their configurations cost nothing here): {', '.join(paid)}." if paid else ""))
     return lines
 
 
@@ -131,6 +141,8 @@ def main() -> None:
     parser.add_argument("--overhead", type=float, default=0.10, help="share added for data, validation and test")
     parser.add_argument("--out", default=None, help="also write the table to this Markdown file")
     parser.add_argument("--note", default="", help="a line on the machine's state while measuring (written above the table)")
+    parser.add_argument("--paid", nargs="*", default=[], metavar="NAME",
+                        help="experiments whose configurations are paid for elsewhere: what NAMES share with them costs nothing")
     args = parser.parse_args()
     torch.set_num_threads(1)
     head = ["# Projected CPU time of `evalsuite reproduce` under the evidence method", "",
@@ -143,7 +155,7 @@ def main() -> None:
             "by 10 to 30%).", ""]
     if args.note:
         head += [args.note, ""]
-    text = "\n".join(head + project(args.names, args.workers, args.steps, args.overhead))
+    text = "\n".join(head + project(args.names, args.workers, args.steps, args.overhead, args.paid))
     print(text)
     if args.out:
         with open(args.out, "w") as f:

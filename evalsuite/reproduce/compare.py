@@ -30,8 +30,9 @@ from evalsuite.records import TARGET_ACCURACY
 from .cells import Cell
 
 STATE_FACTOR = 4  # the larger-state control has at least this many times the failing cell's state
-STATE_SLACK = 0.01  # ... counted per mixer (``Cell.mixer_state``), within 1%: doubling d_k and d_v quadruples
-#                    S, and elu+1's normaliser of d_k floats leaves 3.97x (d' 4 at width 64 against d' 8 at 128)
+STATE_SLACK = 0.05  # ... counted per mixer (``Cell.mixer_state``), within 5%: doubling d_k and d_v quadruples
+#                    S, and elu+1's normaliser of d_k floats leaves less: 3.97x (d' 4 at width 64 against d' 8
+#                    at 128), 3.88x ((16, 16) against (32, 32): 272 against 1,056 floats per layer)
 
 
 def figures_at(cell: Cell, k: int) -> dict[int, float] | None:

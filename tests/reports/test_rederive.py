@@ -30,6 +30,9 @@ def published():
 
 # experiments added since docs/reproduce-cpu.html was written (they join it when it is regenerated)
 NEW = {"capacity-argmax", "capacity-trained"}
+# experiments whose CPU design was re-set since (issue 62: where the state binds): the report's runs of
+# them are of the earlier design, so none is a member and each is judged "no finished run" again
+RESET = {"linear-width", "delta-vs-linear", "hybrid-recovery", "jrt"}
 
 
 def rejudged(repo_root) -> dict[str, str]:
@@ -82,6 +85,9 @@ def test_the_published_report_gives_each_experiment_only_runs_of_its_own_points(
         exp = rep.get(name)
         listed = [runs[i] for i in ids]
         mine = {r.run_id for r in exp.members(listed, "cpu")}
+        if name in RESET:
+            assert listed and not mine, name
+            continue
         assert {r.run_id for r in exp.members(data["runs"], "cpu")} == mine, name
         others = [r for r in listed if r.run_id not in mine]
         assert not exp.own_runs(others, "cpu"), (name, len(others))  # below the base budget: unread

@@ -1,12 +1,13 @@
 """Synthetic run sets as the store would hold them, for the verdict and cell tests: per
 experiment, one that reproduces the finding, one that contradicts it, one whose failure is not
 settled (inconclusive), and one where every model sits at chance (``CASES``)."""
+import functools
+
 import pandas as pd
 
 from evalsuite import reproduce as rep
 from evalsuite.records import RunRecord
 from evalsuite.reproduce import frontier
-from evalsuite.reproduce.settings import CPU_FEATURE_DIM
 
 LRS = (0.001, 0.003, 0.01)
 BEST = 0.003
@@ -103,30 +104,72 @@ def probes(knees, ran_out=(), max_steps=4000, seeds=(0, 1, 2), grid=CPU_PAIRS):
     return pd.DataFrame(rows)
 
 
-def linear_width(d32, d64, d128, d64_few, soft=1.0, soft_few=1.0, **kw):
-    """The CPU scale: elu+1's query/key size d_model / 16 (2, 4, 8)."""
-    fd = CPU_FEATURE_DIM
+@functools.lru_cache(maxsize=None)
+def _state_floats(config_json: str) -> int:
+    """The state a configuration's model keeps (its ``state_size``), built as a run builds it."""
+    import json
 
-    def state(w, f):  # two layers of S (f x w) and z (f): the widest cell has 4x the middle one's (within 1%)
-        return 2 * (f * w + f)
-    return (cell("linear", d32, d_model=32, feature_dim=fd // 2, state=state(32, fd // 2), **kw)
-            + cell("linear", d64, feature_dim=fd, state=state(64, fd), **kw)
-            + cell("linear", d128, d_model=128, feature_dim=2 * fd, state=state(128, 2 * fd), **kw)
-            + cell("linear", d64_few, pairs=4, feature_dim=fd, state=state(64, fd)) + cell("softmax", soft)
-            + cell("softmax", soft_few, pairs=4))
+    from evalsuite.config import RunConfig
 
-
-def delta(d32, l32, d64, l64, soft=1.0, **kw):
-    fd = {"feature_dim": CPU_FEATURE_DIM}  # the CPU scale's d'
-    return (cell("delta", d32, d_model=32, state=7900, long=True, **fd) + cell("linear", l32, d_model=32, state=8000, **fd, **kw)
-            + cell("delta", d64, state=7900, long=True, **fd) + cell("linear", l64, state=8000, **fd, **kw)
-            + cell("softmax", soft, state=16000))
+    config = RunConfig.from_dict(json.loads(config_json))
+    T = max(t.seq_len for t in config.task.train_tasks)
+    return config.model.build(config.task.vocab_size).state_size(T)
 
 
-def hybrid(soft, lin, sl, ls, **kw):
-    layers = {"layer_options": {"linear": {"feature_dim": CPU_FEATURE_DIM}}}  # the CPU scale's d' in every elu+1 layer
-    return (cell("softmax", soft) + cell("linear", lin, feature_dim=CPU_FEATURE_DIM, **kw) + cell("hybrid", sl, pattern="SL", **layers)
-            + cell("hybrid", ls, pattern="LS", **layers))
+def bound(name, key, at, **kw):
+    """Runs of experiment ``name``'s CPU cell ``key`` in the binding setting (``settings.bind_base``:
+    one mixed-D configuration read at each D), stored as the reproduction stores them: ``at`` is
+    D -> its accuracy (a D not listed reads the nearest listed one; a float: every D), with ``cell``'s
+    rates, seeds and ladder (``kw``: spread, gain, settled, seed_accs, ...) moving every D alike;
+    the state and the floors (1 / D) as a run records them."""
+    import json
+
+    from evalsuite.config import run_id
+    from evalsuite.reproduce.settings import BIND_PAIRS
+
+    design = rep_get(name).designs["cpu"]
+    full = design._resolved[key]
+    at = {D: at for D in BIND_PAIRS} if isinstance(at, (int, float)) else dict(at)
+    near = {D: at[min(at, key=lambda x: (abs(x - D), x))] for D in BIND_PAIRS}
+    kw.setdefault("long", min(near.values()) < 0.95)
+    state = _state_floats(json.dumps(full, sort_keys=True))
+    primary = min(at.values())  # cell's rates, seeds and rungs move it (clamped to [0, 1]); every D moves alike
+    out = []
+    for r in cell(full["model"]["name"], primary, epochs=design.base_epochs, state=state, **kw):
+        shift = r.metrics["accuracy"] - primary
+        evals = {f"eval_{i}_accuracy": min(1.0, max(0.0, near[D] + shift)) for i, D in enumerate(BIND_PAIRS)}
+        floors = {f"eval_{i}_floor": 1 / D for i, D in enumerate(BIND_PAIRS)}
+        config = {**full, "train": {**full["train"], "lr": r.config["train"]["lr"], "epochs": r.config["train"]["epochs"]},
+                  "seed": r.config["seed"]}
+        out.append(r.model_copy(update={"config": config, "run_id": run_id(config), "metrics": {**r.metrics, **evals, **floors}}))
+    return out
+
+
+def linear_width(d8, d16, d32, d16_few, soft=1.0, soft_few=1.0, **kw):
+    """The CPU scale (the binding setting): elu+1 at d_k = d_v = 8, 16, 32 read at D = 16 (``kw``
+    moves the three), the middle one at D = 4 too (its own runs: ``d16_few``), softmax at D = 4 and 16."""
+    name = "linear-width"
+    return (bound(name, ("elu+1", 8, 16), {16: d8}, **kw) + bound(name, ("elu+1", 16, 16), {4: d16_few, 16: d16}, **kw)
+            + bound(name, ("elu+1", 32, 16), {16: d32}, **kw) + bound(name, ("softmax", 16), {4: soft_few, 16: soft}))
+
+
+def delta(d8, l8, d32, l32, soft=1.0, d16=None, l16=None, **kw):
+    """The CPU scale (the binding setting): delta and elu+1 at d_k = d_v = 8, 16 (default: as at 32)
+    and 32, read at D = 16 (``kw`` moves elu+1's cells), softmax the control."""
+    name = "delta-vs-linear"
+    d16, l16 = d32 if d16 is None else d16, l32 if l16 is None else l16
+    runs = bound(name, "softmax", soft)
+    for d, dv, lin in ((8, d8, l8), (16, d16, l16), (32, d32, l32)):
+        runs += bound(name, ("delta", d), dv, long=True) + bound(name, ("elu+1", d), lin, **kw)
+    return runs
+
+
+def hybrid(soft, lin, sl, ls, larger=0.97, **kw):
+    """The CPU scale (the binding setting): softmax, pure elu+1 at (8, 8) (``kw`` moves it), elu+1 at
+    (32, 32) (``larger``: the failure's control) and the hybrids SL and LS, read at D = 16."""
+    name = "hybrid-recovery"
+    return (bound(name, "softmax", soft) + bound(name, "elu+1", lin, **kw) + bound(name, "elu+1 larger", larger)
+            + bound(name, "SL", sl) + bound(name, "LS", ls))
 
 
 def two(task, soft, lin, **kw):
@@ -148,7 +191,7 @@ CASES = {
                      linear_width(0.07, 0.3, 0.9, 0.99, settled=False), linear_width(1 / 16, 1 / 16, 1 / 16, 0.25, 1 / 16, 0.25)),
     "delta-vs-linear": (delta(0.9, 0.1, 0.99, 0.5), delta(0.5, 0.5, 0.5, 0.5), delta(0.9, 0.1, 0.99, 0.5, settled=False),
                         delta(1 / 16, 1 / 16, 1 / 16, 1 / 16, 1 / 16)),
-    "hybrid-recovery": (hybrid(1.0, 0.1, 0.98, 0.1), hybrid(1.0, 0.1, 0.3, 0.1), hybrid(1.0, 0.1, 0.98, 0.1, settled=False),
+    "hybrid-recovery": (hybrid(1.0, 0.3, 0.98, 0.3), hybrid(1.0, 0.3, 0.5, 0.3), hybrid(1.0, 0.3, 0.98, 0.3, settled=False),
                         hybrid(1 / 16, 1 / 16, 1 / 16, 1 / 16)),
     "listops-order": (two("listops", 0.36, 0.16), two("listops", 0.30, 0.36, s={"long": True}),
                       two("listops", 0.36, 0.16, l={"settled": False}), two("listops", 0.13, 0.13)),
@@ -221,12 +264,10 @@ def retask(runs, tag, task=None, model=None, metrics=None):
 
 
 def jrt(lin1, lin2, d1, d2, s1=1.0, s2=1.0, **kw):
-    def two_settings(model, one, two, **more):
-        return (cell(model, one, d_model=64, seq_len=96, **more, **kw)
-                + retask(cell(model, two, d_model=64, seq_len=96, **more, **kw), "P2", task={"num_passes": 2}))
-    return (two_settings("linear", lin1, lin2, feature_dim=CPU_FEATURE_DIM)
-            + two_settings("delta", d1, d2, feature_dim=CPU_FEATURE_DIM)
-            + two_settings("softmax", s1, s2))
+    """The CPU scale (the binding setting): elu+1 and delta at (8, 8) and softmax, at one and two
+    passes, read at D = 8."""
+    return [r for label, one, two in (("elu+1", lin1, lin2), ("delta", d1, d2), ("softmax", s1, s2))
+            for r in bound("jrt", (label, 1), one, **kw) + bound("jrt", (label, 2), two, **kw)]
 
 
 def parity(neg, pos, lin, far=None, **kw):
@@ -279,7 +320,7 @@ def induction(soft, soft_long, delta_acc, delta_long, encodings=("sinusoidal", "
 
 CASES.update({
     "jrt": (jrt(0.3, 0.9, 0.4, 0.95), jrt(0.3, 0.3, 0.4, 0.4), jrt(0.3, 0.9, 0.4, 0.95, settled=False),
-            jrt(*[1 / 16] * 6)),
+            jrt(*[1 / 8] * 6)),  # D = 8: the floor 1 / 8
     "parity-negative-eigenvalues": (parity(1.0, 0.55, 0.5), parity(1.0, 0.99, 0.5), parity(1.0, 0.55, 0.5, p={"settled": False}),
                                     parity(0.5, 0.5, 0.5)),
     "deltaproduct-state-tracking": (deltaproduct(1.0, 0.6, 0.4, 0.45), deltaproduct(1.0, 0.6, 0.4, 0.99),
@@ -440,24 +481,16 @@ def capacity_trained(world=None, probe=None, converged=True, soft=1.0, moving=0.
     def accs(n):
         return [soft] * len(ct.PAIRS) if n is None else [1.0 if D <= n else 0.85 * n / D for D in ct.PAIRS]
 
-    def runs_of(model, opts, n, settled):
-        out = []
-        for r in cell(model, 0.5, pairs=8, seq_len=32, gain=moving, settled=settled, **opts):
-            shift = r.metrics["accuracy"] - 0.5
-            evals = {f"eval_{i}_accuracy": min(1.0, max(0.0, a + shift)) for i, a in enumerate(accs(n))}
-            floors = {f"eval_{i}_floor": 1 / D for i, D in enumerate(ct.PAIRS)}
-            history = [{"step": st, "val_accuracy": p / 32, "val_accuracy@num_kv_pairs=32,seq_len=128": p / 32}
-                       for st, p in (curve or [])]
-            out.append(r.model_copy(update={"metrics": {**r.metrics, **evals, **floors}, "history": history}))
-        return out
+    def runs_of(key, n, settled):
+        history = [{"step": st, "val_accuracy": p / 32, "val_accuracy@num_kv_pairs=32,seq_len=128": p / 32}
+                   for st, p in (curve or [])]
+        return [r.model_copy(update={"history": history})
+                for r in bound("capacity-trained", key, dict(zip(ct.PAIRS, accs(n))), gain=moving, settled=settled)]
 
     runs = []
     for m, dk, dv, L in ct.CONFIGS:
-        keys = ct.MODELS[m]
-        opts = {"fmap": keys.get("model.feature_map"), "feature_dim": dk, "value_dim": dv, "n_layers": L}
-        runs += runs_of(keys["model"], opts, held[m, dk, dv, L], (m, dk, dv, L) not in unsettled)
-    runs += runs_of("softmax", {"n_layers": 2}, None, True)
-    runs = as_stored(rebudget(runs, "capacity-trained"), "capacity-trained")
+        runs += runs_of((m, dk, dv, L, ct.PAIRS[0]), held[m, dk, dv, L], (m, dk, dv, L) not in unsettled)
+    runs += runs_of(("softmax", 0, 0, 2, ct.PAIRS[0]), None, True)
     caps = {(m, dk, dv): capacity(list(ct.PAIRS), accs(held[m, dk, dv, L])) for m, dk, dv, L in ct.CONFIGS if L == 2}
     caps.update(probe or {})
     rows = [{"probe": "argmax", "variant": "trained", "label": m, "d_key": dk, "d_value": dv, "seed": s,

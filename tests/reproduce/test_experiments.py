@@ -318,24 +318,24 @@ def test_the_guides_worked_example_is_one_file_that_plans_and_smokes(repo_root, 
 
 
 def test_the_ladder_climbs_past_4x_only_for_cells_a_clause_depends_on():
-    """linear-width: elu+1 at width 64 and softmax at D = 4 both moved at 4x. The clause "falls short
-    of softmax" reads elu+1, so it climbs to 16x on every reported seed (continuing its 4x rung:
-    the same warm-up in steps, a plateau stop only past the 4x budget); no clause reads softmax at
-    D = 4, so it stays at 4x, whatever it would show."""
+    """linear-width: elu+1 at (16, 16) and softmax at D = 4 both moved at 4x. The clause "falls short
+    of softmax" reads elu+1 at D = 16, so it climbs to 16x on every reported seed (continuing its 4x
+    rung: the same warm-up in steps, a plateau stop only past the 4x budget); no clause reads softmax
+    at D = 4 (its D = 16, the control, sits at the ceiling), so it stays at 4x, whatever it would show."""
     from evalsuite.config import RunConfig
     from evalsuite.reproduce.runner import escalation_configs
-    from tests.reproduce.synthetic import NO_PROBES, as_stored, cell, linear_width
+    from tests.reproduce.synthetic import NO_PROBES, bound, linear_width
 
     exp = rep.get("linear-width")
-    moved = [r for r in linear_width(0.07, 0.3, 0.9, 0.99, gain=0.2) if not (r.config["model"]["name"] == "softmax"
-                                                                              and r.config["task"]["num_kv_pairs"] == 4)]
-    runs = [r.model_copy(update={"metrics": {**r.metrics, "budget_steps": int(100 * r.config["train"]["epochs"] / 3)}})
-            for r in as_stored(moved + cell("softmax", 0.6, pairs=4, gain=0.2), "linear-width")]
+    moved = [r for r in linear_width(0.07, 0.3, 0.9, 0.99, gain=0.2) if r.config["model"]["name"] != "softmax"]
+    moved += bound("linear-width", ("softmax", 4), {4: 0.6, 16: 1.0}, gain=0.2, long=True)
+    runs = [r.model_copy(update={"metrics": {**r.metrics, "budget_steps": int(100 * r.config["train"]["epochs"] / 4)}})
+            for r in moved]
     cells = exp.cells(runs, "cpu")
-    lin, soft4 = cells["elu+1", 64, 16], cells["softmax", 4]
+    lin, soft4 = cells["elu+1", 16, 16], cells["softmax", 4]
     assert "needs 16x reruns" in "; ".join(lin.unsettled()) and "needs 16x reruns" in "; ".join(soft4.unsettled())
     up = escalation_configs(exp, runs, NO_PROBES, "cpu", lin)
-    assert sorted(c.seed for c in up) == [1, 2, 3] and all(c.train.epochs == 16 * 3 for c in up)
+    assert sorted(c.seed for c in up) == [1, 2, 3] and all(c.train.epochs == 16 * 4 for c in up)
     warmup = RunConfig.from_dict(lin.best_runs[0].config).train.warmup(100)
     assert all(c.train.warmup_steps == warmup and c.train.plateau_after == 400 and c.train.plateau_window for c in up)
     assert escalation_configs(exp, runs, NO_PROBES, "cpu", soft4) == []

@@ -11,7 +11,7 @@ def test_a_verdict_keeps_each_cell_it_read_with_its_seeds_and_floor():
     v = rep.get("delta-vs-linear").judge(runs, NO_PROBES, "cpu")
     cells = {c.label: c for c in v.cells}
     assert cells and all(c.floor is not None for c in cells.values())
-    lin = next(c for label, c in cells.items() if label.startswith("elu+1 d32"))
+    lin = next(c for label, c in cells.items() if label.startswith("elu+1 (d_k 8, d_v 8)"))
     assert sorted(lin.seeds) == [1, 2, 3] and lin.seeds[1] == 0.5 and sorted(lin.long) == [1, 2, 3]
     assert Verdict.model_validate_json(v.model_dump_json()).cells == v.cells  # travels in the report's data
     assert plots.verdict_cells([c.model_dump() for c in v.cells]).startswith("data:image/png")

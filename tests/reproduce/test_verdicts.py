@@ -170,9 +170,9 @@ def test_capacity_is_pairs_retrieved_not_the_knee():
 
 
 def test_delta_verdict_tests_the_small_width_clause():
-    wider_gap = delta(0.6, 0.1, 0.99, 0.1)  # delta wins, but by more at the larger width
+    wider_gap = delta(0.6, 0.1, 0.99, 0.1)  # delta wins, but by more at the larger state
     v = judge("delta-vs-linear", wider_gap)
-    assert v.status is Outcome.NOT_REPRODUCED and "gap at d_model 32" in v.why
+    assert v.status is Outcome.NOT_REPRODUCED and "gap at d_k = d_v 8" in v.why
 
 
 def test_linear_width_drop_needs_the_small_d_learned():
@@ -215,16 +215,14 @@ def test_an_ordering_reversed_at_every_rung_is_contradicted_settled_or_not():
 
 
 def test_a_shortfall_that_4x_the_budget_closes_is_not_shown():
-    from evalsuite.reproduce.settings import CPU_FEATURE_DIM
+    from tests.reproduce.synthetic import bound
 
-    # elu+1 at d64, D=16 reaches softmax when given 4x the budget: "falls short" holds at the base
+    # elu+1 at (16, 16), D=16 reaches softmax when given 4x the budget: "falls short" holds at the base
     # budget only, so it is not shown (nor contradicted: the order changed with the budget)
-    runs = linear_width(0.07, 0.38, 0.99, 0.99)
-    runs = [r for r in runs if not (r.config["model"]["d_model"] == 64 and r.config["task"]["num_kv_pairs"] == 16
-                                    and r.config["model"]["name"] == "linear")]
-    runs += cell("linear", 0.38, gain=0.6, feature_dim=CPU_FEATURE_DIM)
+    runs = [r for r in linear_width(0.07, 0.38, 0.99, 0.99) if r.config["model"].get("feature_dim") != 16]
+    runs += bound("linear-width", ("elu+1", 16, 16), {4: 0.99, 16: 0.38}, gain=0.6)
     v = judge("linear-width", runs)
-    assert v.checks["falls short of softmax at d_model 64"] is None and v.status is not Outcome.REPRODUCED
+    assert v.checks["falls short of softmax at d_k = d_v 16"] is None and v.status is not Outcome.REPRODUCED
     h = judge("hybrid-recovery", hybrid(1.0, 0.38, 0.99, 0.1, gain=0.6))
     assert h.checks["pure elu+1 falls short of softmax at every rung both reached"] is None
 
@@ -692,20 +690,92 @@ def test_sharpness_reads_elu1s_entropy_growth_against_softmaxs():
                            l={"pairs": 4, "analysis": FLAT})).checks[clause] is True
 
 
-@pytest.mark.parametrize("d128, d64, soft, reason", [
+@pytest.mark.parametrize("d32, d16, soft, reason", [
     (0.9, 0.3, 1.0, None),                        # the controls hold: the shortfall is decided
     (0.5, 0.3, 1.0, "does not reach 0.9"),        # 4x the state does not reach 0.9 either: optimisation, maybe
     (0.9, 1 / 16 + 0.01, 1.0, "within 0.05 of its floor"),  # the short cell never left its floor
 ], ids=["controls-hold", "larger-state-fails-too", "at-its-floor"])
-def test_linear_widths_shortfall_stands_only_beside_its_controls(d128, d64, soft, reason):
+def test_linear_widths_shortfall_stands_only_beside_its_controls(d32, d16, soft, reason):
     """"elu+1 falls short of softmax" is a failure of state: it is decided only where softmax
-    learned, elu+1 at 4x the state (d_model 128, d' 8) reaches 0.9, and the short cell sits above its
+    learned, elu+1 at 4x the state or more (d_k = d_v 32) reaches 0.9, and the short cell sits above its
     floor (``compare.failure_guard``); otherwise the ordering is shown and the clause is undecided."""
     from tests.reproduce.synthetic import linear_width
 
-    v = judge("linear-width", linear_width(0.07, d64, d128, 0.99, soft=soft))
-    clause = v.checks["falls short of softmax at d_model 64"]
+    v = judge("linear-width", linear_width(0.07, d16, d32, 0.99, soft=soft))
+    clause = v.checks["falls short of softmax at d_k = d_v 16"]
     if reason is None:
         assert clause is True
     else:
         assert clause is None and any(reason in f for f in v.figures), v.figures
+
+
+# --- the failure findings re-set where the state binds (issue 62) ---------------------------------
+RESET = ("linear-width", "delta-vs-linear", "hybrid-recovery", "jrt")
+
+
+@pytest.mark.parametrize("name", RESET)
+def test_a_reset_finding_sets_both_sides_of_every_fixed_state(name):
+    """At CPU scale every fixed-state mixer of a re-set finding has its key and value sides set
+    (``feature_dim``, ``value_dim``, hybrids through their elu+1 layer), in the binding setting's
+    mixture, so the state, not the width's value size of 64, is what binds."""
+    from evalsuite.reproduce.settings import bind_base
+
+    design = rep.get(name).designs["cpu"]
+    assert design.base == bind_base("cpu")
+    for key, cfg in design._resolved.items():
+        m = cfg["model"]
+        sides = m if m["name"] != "hybrid" else m["layer_options"]["linear"]
+        if m["name"] != "softmax":
+            assert sides["feature_dim"] and sides["value_dim"], (name, key)
+
+
+@pytest.mark.parametrize("name", RESET)
+def test_a_reset_finding_reads_capacity_trained_runs_where_its_configurations_are_the_same(name):
+    """One pass of elu+1 and delta at (8, 8) and (16, 16), and softmax, are capacity-trained's own
+    configurations: the same stored setting, so their runs are read again, never retrained."""
+    from evalsuite.protocol import setting_key
+
+    ours = {setting_key(c) for c in rep.get(name).designs["cpu"]._resolved.values()}
+    theirs = {setting_key(c) for c in rep.get("capacity-trained").designs["cpu"]._resolved.values()}
+    assert ours & theirs
+
+
+def test_a_cell_of_one_pass_reads_no_run_of_two():
+    from tests.reproduce.synthetic import jrt
+
+    cells = rep.get("jrt").cells(jrt(0.3, 0.9, 0.4, 0.95), "cpu")
+    for label in ("elu+1", "delta", "softmax"):
+        one, two = cells[label, 1], cells[label, 2]
+        assert one.runs and two.runs and not {r.run_id for r in one.runs} & {r.run_id for r in two.runs}
+        assert all(s.get("num_passes", 1) == 1 for r in one.runs for s in r.config["task"]["segments"])
+
+
+@pytest.mark.parametrize("larger, lin, reason", [
+    (0.97, 0.3, None),                          # the controls hold: the failure is decided
+    (0.6, 0.3, "does not reach 0.9"),           # elu+1 at 16x the state fails too: optimisation, maybe
+    (0.97, 1 / 16 + 0.01, "within 0.05 of its floor"),  # pure elu+1 never left its floor
+], ids=["controls-hold", "larger-state-fails-too", "at-its-floor"])
+def test_hybrid_recoverys_failure_stands_only_beside_its_controls(larger, lin, reason):
+    v = judge("hybrid-recovery", hybrid(1.0, lin, 0.98, 0.3, larger=larger))
+    clause = v.checks["pure elu+1 falls short of softmax at every rung both reached"]
+    if reason is None:
+        assert clause is True and v.status is Outcome.REPRODUCED
+    else:
+        assert clause is None and v.status is Outcome.INCONCLUSIVE and any(reason in f for f in v.figures), v.figures
+
+
+def test_delta_vs_linear_reads_the_gap_from_the_smallest_state_to_the_largest():
+    """A grid that spans both families' capacities: delta holds D at (16, 16) where elu+1 does not, and
+    both hold it at (32, 32): the gap is widest in the middle; the clause compares the ends."""
+    v = judge("delta-vs-linear", delta(0.6, 0.2, 0.99, 0.97, d16=0.95, l16=0.4))
+    assert v.checks["delta above elu+1 at equal or smaller state"] is True
+    assert v.checks["gap at d_k = d_v 8 at least the gap at 32 (margin 0.05)"] is True
+    assert "d_k = d_v 16: +0.550" in " ".join(v.figures)
+
+
+def test_jrt_where_no_second_pass_helps_is_not_reproduced():
+    """At a state that binds, a second pass that raises neither model (the state holds what it holds)
+    is a contradiction, not a gap."""
+    v = judge("jrt", jrt(0.3, 0.31, 0.4, 0.41))
+    assert v.status is Outcome.NOT_REPRODUCED
+    assert v.checks["elu+1: two passes above one pass"] is False and v.checks["delta: two passes above one pass"] is False

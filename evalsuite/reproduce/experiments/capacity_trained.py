@@ -40,14 +40,15 @@ from evalsuite.reproduce import argmax
 from evalsuite.reproduce.cells import Cell
 from evalsuite.reproduce.clauses import reaches
 from evalsuite.reproduce.experiment import CellSpec, Design, Experiment, register
-from evalsuite.reproduce.settings import CPU_LRS, PAPER_LRS
+from evalsuite.reproduce.settings import (BIND_MODELS, BIND_PAIRS, CPU_LRS, PAPER_LRS, bind_base, bind_metric,
+                                         bind_point, state_label)
 from evalsuite.reproduce.verdict import runnable, unsettled
 
 VOCAB, N_KEYS, N_VALUES = 256, 127, 128   # MQAR's keys are the lower half less its separator, values the upper
-PAIRS = (2, 4, 8, 16, 32)
+PAIRS = BIND_PAIRS             # the binding setting's mixture (``settings.bind_base``), shared with the failure findings
 FACTOR = 2.0                  # trained within this factor of the probe (fixed before the runs)
 BAND = math.sqrt(2)           # "near d'": within this factor of it
-MODELS = {"elu+1": {"model": "linear", "model.feature_map": "elu1"}, "delta": {"model": "delta"}}
+MODELS = {k: v for k, v in BIND_MODELS.items() if k != "softmax"}
 MEMORIES = {"elu+1": ("linear", "elu1"), "delta": ("delta", None)}  # the probe's memory of each
 # (model, d_k, d_v, mixer layers): the diagonal at 8 and 16, one and two layers at 8 for elu+1, and
 # a value side four times the key side (where the plateau near d' can be left)
@@ -55,15 +56,10 @@ CONFIGS = (("elu+1", 8, 8, 2), ("elu+1", 8, 8, 1), ("delta", 8, 8, 2), ("elu+1",
            ("elu+1", 8, 32, 2))
 # where each state's probe capacity was first measured (seed 0, lr 0.01, this vocabulary): its grid brackets it
 CENTER = {(8, 8): 2.5, (16, 16): 15, (8, 32): 12}
-SCALES = {"cpu": {"epochs": 4}, "paper": {"epochs": 16}}
-
-
-def segments() -> list[dict]:
-    return [{"num_kv_pairs": D, "seq_len": 4 * D} for D in PAIRS]
 
 
 def config_label(model: str, dk: int, dv: int, layers: int) -> str:
-    return f"{model} (d_k {dk}, d_v {dv}), {layers} layer{'s' * (layers != 1)}"
+    return state_label(model, dk, dv, layers)
 
 
 def design(scale: str, rates) -> Design:
@@ -71,16 +67,14 @@ def design(scale: str, rates) -> Design:
     softmax at two layers, the positive control (read at D = 32)."""
     cells = []
     for model, dk, dv, layers in CONFIGS:
-        point = {**MODELS[model], "model.feature_dim": dk, "model.value_dim": dv, "model.n_layers": layers}
-        cells += [CellSpec((model, dk, dv, layers, D), f"{config_label(model, dk, dv, layers)} D={D}", point,
-                           reads="the trained capacity beside the probe's", metric=f"eval_{i}_accuracy")
-                  for i, D in enumerate(PAIRS)]
-    cells += [CellSpec(("softmax", 0, 0, 2, D), f"softmax, 2 layers D={D}", {"model": "softmax", "model.n_layers": 2},
+        cells += [CellSpec((model, dk, dv, layers, D), f"{config_label(model, dk, dv, layers)} D={D}",
+                           bind_point(model, dk, dv, layers), reads="the trained capacity beside the probe's",
+                           metric=bind_metric(D)) for D in PAIRS]
+    cells += [CellSpec(("softmax", 0, 0, 2, D), f"softmax, 2 layers D={D}", bind_point("softmax"),
                        role="control" if D == PAIRS[-1] else "reported",
                        reads="the positive control" if D == PAIRS[-1] else "softmax at each D (reported)",
-                       metric=f"eval_{i}_accuracy") for i, D in enumerate(PAIRS)]
-    base = {"task": "recall", "model": "softmax", "preset": "default", "task.vocab_size": VOCAB, "model.d_model": 64,
-            "task.segments": segments(), "task.eval_segments": segments(), "train.epochs": SCALES[scale]["epochs"]}
+                       metric=bind_metric(D)) for D in PAIRS]
+    base = bind_base(scale)
     return Design(base, cells, rates, {"pairs": PAIRS})
 
 
