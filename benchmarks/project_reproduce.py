@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from collections import defaultdict
 
 import torch
 
