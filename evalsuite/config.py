@@ -20,7 +20,7 @@ from pydantic import ConfigDict, Field
 from evalsuite import tasks as task_zoo
 from evalsuite.models import ModelSpec
 from evalsuite.params import Params
-from evalsuite.protocol import canonical_json, setting_key  # noqa: F401 - identity and setting, defined with the protocol
+from evalsuite.protocol import canonical_json, identity, setting_key  # noqa: F401 - identity and setting, defined with the protocol
 from evalsuite.records import TARGET_ACCURACY
 
 MAX_SEGMENTS = 64  # training segments plus eval segments: each gets its own data seed
@@ -211,8 +211,14 @@ class RunConfig:
 
 
 def run_id(config: dict) -> str:
-    """Identity of a run: hash of its canonical configuration dict, which includes the seed
-    (``RunConfig.run_id`` for a resolved one)."""
+    """Identity of a run: hash of its canonical configuration dict (``identity``: plug-ins by
+    content, not path), which includes the seed (``RunConfig.run_id`` for a resolved one)."""
     if not isinstance(config, dict):
         raise TypeError(f"run_id takes a configuration dict (RunConfig.as_dict()), got {type(config).__name__}")
+    return hashlib.sha256(canonical_json(identity(config)).encode()).hexdigest()[:16]
+
+
+def path_run_id(config: dict) -> str:
+    """A plug-in run's id as it was before plug-ins were identified by content (the path hashed
+    too): runs stored then keep it, and reports that embed them still check against it."""
     return hashlib.sha256(canonical_json(config).encode()).hexdigest()[:16]

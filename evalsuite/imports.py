@@ -111,7 +111,7 @@ def check_data(data: Any, option: str, path) -> dict:
 
 def runs(raw: list, option: str, path) -> list[RunRecord]:
     """Each embedded run as a ``RunRecord``, checked as the suite checks its own (module docstring)."""
-    from evalsuite.config import RunConfig, run_id
+    from evalsuite.config import RunConfig, path_run_id, run_id
     from evalsuite.resolve import check_stored
 
     out: dict[str, tuple[int, RunRecord, dict]] = {}
@@ -130,7 +130,9 @@ def runs(raw: list, option: str, path) -> list[RunRecord]:
             check_stored(config)
         except Exception as exc:  # noqa: BLE001 - any reason the configuration does not resolve
             raise ImportRefused(f"{where}: its configuration does not resolve ({type(exc).__name__}: {exc})") from None
-        if run_id(record.config) != record.run_id or config.run_id != record.run_id:
+        ids = {run_id(record.config)} | ({path_run_id(record.config)} if record.config.get("plugins") else set())
+        if record.run_id not in ids or config.run_id != run_id(record.config):  # path id: a plug-in run stored
+            # before plug-ins were identified by content (issue 63)
             raise ImportRefused(f"{where}: its id is not its configuration's hash ({run_id(record.config)})")
         for name, value in record.metrics.items():
             if (problem := metric_problem(name, value)) is not None:

@@ -8,9 +8,24 @@ from __future__ import annotations
 from typing import Any
 
 
-def feature_map_label(name: str | None, options: dict[str, Any] | None = None) -> str:
-    """``elu1``, ``dpfp(nu=2)``: a feature map and its options."""
-    label = name or "elu1"
+def plugin_label(ref: str, plugins: dict[str, str] | None = None) -> str:
+    """A ``file.py:Attr`` plug-in as people read it: its attribute and the first 7 hex digits of its
+    file's SHA-256 (``ExpMap@3f2a1bc``), never its path: the same file in another folder is the same
+    plug-in, an edited one another (a label made one run at a time cannot know whether another
+    content shares the name, so the hash is always there). A module reference (``pkg.mod:Attr``) is
+    named by its attribute."""
+    path, _, attr = ref.rpartition(":")
+    digest = (plugins or {}).get(path)
+    return f"{attr}@{digest[:7]}" if digest else attr
+
+
+def _is_ref(name: object) -> bool:
+    return isinstance(name, str) and ":" in name
+
+
+def feature_map_label(name: str | None, options: dict[str, Any] | None = None, plugins: dict[str, str] | None = None) -> str:
+    """``elu1``, ``dpfp(nu=2)``, ``ExpMap@3f2a1bc``: a feature map and its options."""
+    label = plugin_label(name, plugins) if _is_ref(name) else (name or "elu1")
     if options:
         label += "(" + ",".join(f"{k}={v}" for k, v in sorted(options.items())) + ")"
     return label
@@ -19,10 +34,10 @@ def feature_map_label(name: str | None, options: dict[str, Any] | None = None) -
 def model_label(config: dict) -> str:
     """A run's model: ``softmax``, ``linear/dpfp(nu=2)``, ``hybrid/elu1[SL]``, ``gla[scalar]``, ``delta+gate``,
     ``softmax+rope`` (sinusoidal, rotary and xPos positions are named; learned and none are not)."""
-    model = config["model"]
-    label = model["name"]
+    model, plugins = config["model"], config.get("plugins")
+    label = plugin_label(model["name"], plugins) if _is_ref(model["name"]) else model["name"]
     if model.get("feature_map"):
-        label += "/" + feature_map_label(model["feature_map"], model.get("feature_map_options"))
+        label += "/" + feature_map_label(model["feature_map"], model.get("feature_map_options"), plugins)
     if model["name"] == "hybrid":
         label += f"[{model.get('ratio') or model.get('pattern')}]"
     if model.get("gate"):  # gla: fixed (RetNet), scalar (Mamba-2), vector (GLA)

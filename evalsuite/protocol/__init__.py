@@ -51,10 +51,28 @@ def canonical_json(config: dict) -> str:
     return json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
 
 
+def identity(config: dict) -> dict:
+    """What a run's id hashes: its canonical configuration dict, with each plug-in file (a model or
+    feature map given as ``file.py:Attr``) named by its attribute and the SHA-256 of its contents
+    instead of its path: the same file in another folder is the same run, an edited file another."""
+    plugins = config.get("plugins")
+    if not plugins:
+        return config
+    model = dict(config.get("model") or {})
+    for key in ("name", "feature_map"):
+        ref = model.get(key)
+        if isinstance(ref, str) and ":" in ref:
+            path, _, attr = ref.rpartition(":")
+            if path in plugins:
+                model[key] = f"{attr}@{plugins[path]}"
+    return {**config, "model": model, "plugins": sorted(plugins.values())}
+
+
 def setting_key(config: dict) -> str:
     """A stored configuration less what escalation changes (``ESCALATED``): equal for a sweep
     point's runs at every seed, rate, budget and warm-up, and for nothing else. Stored dicts are
     canonical (a late field at its default is left out), so no parsing is needed."""
+    config = identity(config)  # a plug-in by its contents, not its path
     out = {**config, "train": dict(config.get("train") or {})}
     for path in ESCALATED:
         (out if len(path) == 1 else out["train"]).pop(path[-1], None)

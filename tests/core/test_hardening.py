@@ -288,6 +288,49 @@ def test_an_edited_plugin_file_is_a_new_run(tmp_path, monkeypatch):
     assert "plugins" not in resolve("recall", "linear", preset="tiny").as_dict()  # built-in maps: ids unchanged
 
 
+def test_a_plugin_is_its_contents_not_its_path(tmp_path, monkeypatch):
+    """The same file in two folders is one run (one id, one setting, one report group); an edited
+    file is another, with a label of its own; the label is the class and a short content hash, not
+    a path (issue 63)."""
+    from evalsuite.labels import model_label
+    from evalsuite.protocol import setting_key
+    from evalsuite.reports.builder import config_key
+
+    a, b = tmp_path / "a", tmp_path / "deep" / "er" / "b"
+    for d in (a, b):
+        d.mkdir(parents=True)
+        (d / "maps.py").write_text(MAP.format(offset=1))
+    one = resolve("recall", "linear", preset="tiny", feature_map=f"{a / 'maps.py'}:MyMap")
+    two = resolve("recall", "linear", preset="tiny", feature_map=f"{b / 'maps.py'}:MyMap")
+    assert one.as_dict() != two.as_dict()  # each keeps its own path, to load it from
+    assert one.run_id == two.run_id and setting_key(one.as_dict()) == setting_key(two.as_dict())
+    assert config_key(one.as_dict()) == config_key(two.as_dict())
+    digest = hashlib.sha256((a / "maps.py").read_bytes()).hexdigest()
+    assert model_label(one.as_dict()) == model_label(two.as_dict()) == f"linear/MyMap@{digest[:7]}"
+    (b / "maps.py").write_text(MAP.format(offset=2))
+    edited = resolve("recall", "linear", preset="tiny", feature_map=f"{b / 'maps.py'}:MyMap")
+    assert edited.run_id != one.run_id and config_key(edited.as_dict()) != config_key(one.as_dict())
+    assert model_label(edited.as_dict()) != model_label(one.as_dict())
+    assert model_label(edited.as_dict()).startswith("linear/MyMap@") and len(model_label(edited.as_dict())) < 24
+
+
+def test_a_plugin_run_stored_under_its_path_id_still_imports(tmp_path):
+    """Runs stored before plug-ins were identified by content keep their ids (the path was hashed
+    too): a report that embeds one still imports it, checked against that id; a new run of the same
+    plug-in gets its content id and trains afresh."""
+    from evalsuite.config import path_run_id, run_id
+    from evalsuite.imports import runs as check_runs
+
+    (tmp_path / "maps.py").write_text(MAP.format(offset=1))
+    config = resolve("recall", "linear", preset="tiny", feature_map=f"{tmp_path / 'maps.py'}:MyMap").as_dict()
+    old, new = path_run_id(config), run_id(config)
+    assert old != new
+    item = {"run_id": old, "config": config, "status": "done", "metrics": {"accuracy": 0.5}}
+    assert [r.run_id for r in check_runs([item], "--verdicts-from", "r.html")] == [old]
+    with pytest.raises(Exception, match="not its configuration's hash"):
+        check_runs([{**item, "run_id": "0" * 16}], "--verdicts-from", "r.html")
+
+
 def test_analyze_a_run_whose_plugin_path_was_relative_from_another_folder(tmp_path, monkeypatch):
     work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
     work.mkdir(), elsewhere.mkdir()
