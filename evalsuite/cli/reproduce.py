@@ -45,11 +45,7 @@ def reproduce(names, scale, list_only, plan_only, executor, workers, address, de
               from_report, rebuild, results_path, segment_minutes, smoke, figures_dir, compact):
     """Run the experiments behind docs/FINDINGS.md (all, or NAMES: an experiment or a group such as
     `frontier`) and judge each from the stored results."""
-    from evalsuite import files
     from evalsuite import reproduce as rep
-    from evalsuite import sweep as sweeps
-    from evalsuite.executors import get_executor
-    from evalsuite.reports import builder
 
     if list_only:
         for e in rep.all_experiments():
@@ -75,6 +71,13 @@ def reproduce(names, scale, list_only, plan_only, executor, workers, address, de
         for line in render(*plan(experiments, scale, store), workers=workers or 1):
             click.echo(line)
         return
+    # what running, judging and writing need (the report builder, matplotlib with it: about 2 s), after
+    # the listing and the plan, which need none of it
+    from evalsuite import files
+    from evalsuite import sweep as sweeps
+    from evalsuite.executors import get_executor
+    from evalsuite.reports import builder
+
     if smoke:
         for flag, given in (("--verdicts-only", verdicts_only), ("--verdicts-from", from_report),
                             ("--results", results_path), ("--segment-minutes", segment_minutes),
