@@ -47,12 +47,14 @@ def cells(records: list[RunRecord], axes: tuple[str, str]) -> list[dict]:
     other seeds); where settings that differ in more than the rate share a cell, the one with the
     best validation accuracy is shown and ``settings`` counts them."""
     from evalsuite import selection
+    from evalsuite.protocol import identity
 
     groups: dict[tuple, dict[str, list]] = {}
     for r in records:
         if not r.ok or r.metrics.get("accuracy") is None:
             continue
-        rest = {**r.config, "train": {k: v for k, v in r.config["train"].items() if k != "lr"}}
+        config = identity(r.config)  # a plug-in by its contents, not its path
+        rest = {**config, "train": {k: v for k, v in config["train"].items() if k != "lr"}}
         setting = json.dumps({k: v for k, v in rest.items() if k != "seed"}, sort_keys=True, default=str)
         groups.setdefault((value(r, axes[0]), value(r, axes[1])), {}).setdefault(setting, []).append(r)
     out = []
@@ -68,7 +70,8 @@ def cells(records: list[RunRecord], axes: tuple[str, str]) -> list[dict]:
         fig = selection.figure(held)
         floors = [f for x in held if (f := floor_of(x.metrics)) is not None]
         out.append({axes[0]: row, axes[1]: col, "accuracy": fig.mean, "sd": fig.std, "seeds": fig.n, "lr": lr,
-                    "floor": sum(floors) / len(floors) if floors else None, "settings": len(settings)})
+                    "floor": sum(floors) / len(floors) if floors else None, "settings": len(settings),
+                    "run_ids": [x.run_id for x in held]})
     return out
 
 

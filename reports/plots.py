@@ -211,6 +211,57 @@ def training_curves(history: list[dict], floor: float | None = None, fmt: str = 
     return to_uri(fig, fmt)
 
 
+def overlaid_curves(panels: dict, floors: dict, *, rows: str, cols: str, fmt: str = "png") -> str | None:
+    """A sweep's learning curves in one figure: a panel per value of ``cols`` (sharing the y axis),
+    a line per value of ``rows`` in each: the validation accuracy at each evaluated step, mean over
+    the seeds the pivot read (its chosen rate), a band of +- 1 sd where two or more seeds reach that
+    step; each panel's floor dotted. ``panels``: col -> {row: [history, ...]}; ``floors``: col -> floor."""
+    panels = {c: {r: hs for r, hs in by_row.items() if any(hs)} for c, by_row in panels.items()}
+    panels = {c: by_row for c, by_row in panels.items() if by_row}
+    labels = sorted({r for by_row in panels.values() for r in by_row}, key=str)
+    if not panels or len(labels) > MAX_SERIES:  # more lines than one axes reads: each run's curve is in its row
+        return None
+    colours = dict(zip(labels, sns.color_palette("tab10", max(len(labels), 1))))
+    n = len(panels)
+    per_row = min(n, 4)
+    fig, axes = plt.subplots(math.ceil(n / per_row), per_row, figsize=(3.1 * per_row + 1.8, 2.7 * math.ceil(n / per_row)),
+                             sharey=True, squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    for ax, (col, by_row) in zip(axes.flat, panels.items()):
+        for row, histories in by_row.items():
+            at: dict[int, list[float]] = {}
+            for h in histories:
+                for point in h or []:
+                    if point.get("val_accuracy") is not None:
+                        at.setdefault(point["step"], []).append(point["val_accuracy"])
+            steps = sorted(at)
+            mean = [sum(at[s]) / len(at[s]) for s in steps]
+            sd = [math.sqrt(sum((x - m) ** 2 for x in at[s]) / (len(at[s]) - 1)) if len(at[s]) > 1 else 0.0
+                  for s, m in zip(steps, mean)]
+            ax.plot(steps, mean, lw=1.3, color=colours[row], label=str(row))
+            ax.fill_between(steps, [m - d for m, d in zip(mean, sd)], [m + d for m, d in zip(mean, sd)],
+                            color=colours[row], alpha=0.18, lw=0)
+        if (floor := floors.get(col)) is not None:
+            ax.axhline(floor, color="#cf222e", lw=0.8, ls=":", label=f"floor {floor:.3f}")
+        else:
+            ax.text(0.01, 0.01, NO_FLOOR, transform=ax.transAxes, fontsize=6.5, color="#cf222e")
+        ax.axhline(TARGET, color="grey", lw=0.8, ls="--", label=f"target {TARGET:g}")
+        ax.set(title=f"{cols} = {col}", xlabel="step", ylim=(-0.02, 1.04))
+        ax.xaxis.set_major_locator(MaxNLocator(4, integer=True))
+    for ax in axes[:, 0]:
+        ax.set_ylabel("val accuracy")
+    seen: dict[str, object] = {}  # one legend entry per row, from whichever panel drew it
+    for ax in axes.flat[:n]:
+        for handle, name in zip(*ax.get_legend_handles_labels()):
+            if not name.startswith(("floor", "target")):  # reference lines, drawn in every panel
+                seen.setdefault(name, handle)
+    fig.legend(list(seen.values()), list(seen.keys()), title=rows, loc="center left", bbox_to_anchor=(1.0, 0.5),
+               frameon=False, fontsize=8, title_fontsize=8)
+    fig.tight_layout()
+    return to_uri(fig, fmt)
+
+
 def run_curve(history: list[dict], *, floor: float | None, target: float, title: str, fmt: str = "png") -> str | None:
     """One run's validation accuracy against steps, its task's floor and the target drawn and
     labelled (the plateau at the floor is the pattern a recall curve is read by), and its losses."""

@@ -5,6 +5,7 @@ instead, and a single run with itself."""
 from __future__ import annotations
 
 from evalsuite import pivot
+from evalsuite.reports import plots
 
 from . import ReportData, Section, section
 
@@ -26,6 +27,16 @@ class Sweep(Section):
         rows = sorted({c[axes[0]] for c in found}, key=str)
         cols = sorted({c[axes[1]] for c in found}, key=lambda v: (isinstance(v, str), v if not isinstance(v, str) else 0, str(v)))
         at = {(c[axes[0]], c[axes[1]]): c for c in found}
+        by_id = {r.run_id: r for r in data.runs}
+        panels = {c: {r: [by_id[i].history for i in at[r, c]["run_ids"] if i in by_id] for r in rows if (r, c) in at}
+                  for c in cols}
+        floors = {c: _mean([at[r, c]["floor"] for r in rows if (r, c) in at and at[r, c]["floor"] is not None])
+                  for c in cols}
+        curves = plots.overlaid_curves(panels, floors, rows=axes[0], cols=axes[1], fmt=fmt)
         return {"axes": axes, "cols": cols,
                 "rows": [{"name": r, "cells": [at.get((r, c)) for c in cols]} for r in rows],
-                "command": f"evalsuite runs --pivot {axes[0]},{axes[1]}"}
+                "command": f"evalsuite runs --pivot {axes[0]},{axes[1]}", "curves": curves}
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None

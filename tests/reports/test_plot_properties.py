@@ -50,7 +50,34 @@ def test_every_builder_draws_within_the_rules(monkeypatch):
                            for m in range(3) for i in range(4)])
     plots.frontier(points, points.head(3), title="f", long=points.head(2).assign(accuracy=0.9))
     plots.verdict_cells([{"label": "elu+1 D=16", "floor": 0.1, "seeds": {0: 0.5, 1: 0.6}, "long": {0: 0.55}}])
-    assert len(seen) == 5 and all(s["violations"] == [] for s in seen), seen
+    curve = [{"step": 50 * i, "val_accuracy": min(1.0, 0.1 * i)} for i in range(12)]
+    plots.overlaid_curves({D: {f"model {m}": [curve, curve[:8]] for m in range(3)} for D in (4, 8, 16)},
+                          {4: 0.25, 8: 0.125, 16: None}, rows="model", cols="D")
+    assert len(seen) == 6 and all(s["violations"] == [] for s in seen), seen
+
+
+def test_overlaid_curves_average_the_seeds_and_give_each_row_one_legend_entry(monkeypatch):
+    """A sweep's overlay: the mean of the seeds at each step (the band their sd), one line per row in
+    each panel, one legend entry per row (not per panel), no figure past eight rows."""
+    seen = []
+    real = plots.to_uri
+
+    def capture(fig, fmt="png"):
+        axes = [ax for ax in fig.axes if ax.get_visible()]
+        seen.append({"lines": {ln.get_label(): list(ln.get_ydata()) for ln in axes[0].get_lines()},
+                     "legend": [t.get_text() for t in fig.legends[0].get_texts()], "panels": len(axes)})
+        return real(fig, fmt)
+
+    monkeypatch.setattr(plots, "to_uri", capture)
+    a = [{"step": 0, "val_accuracy": 0.2}, {"step": 100, "val_accuracy": 0.6}]
+    b = [{"step": 0, "val_accuracy": 0.4}, {"step": 100, "val_accuracy": 1.0}]
+    assert plots.overlaid_curves({16: {"elu+1": [a, b], "softmax": [b]}, 32: {"elu+1": [a]}}, {16: 0.06, 32: 0.03},
+                                 rows="model", cols="D")
+    (got,) = seen
+    assert got["lines"]["elu+1"] == pytest.approx([0.3, 0.8]) and got["lines"]["softmax"] == [0.4, 1.0]
+    assert got["legend"] == ["elu+1", "softmax"] and got["panels"] == 2
+    many = {16: {f"m{k}": [a] for k in range(9)}}
+    assert plots.overlaid_curves(many, {16: 0.06}, rows="model", cols="D") is None
 
 
 def test_more_than_eight_series_are_faceted_into_axes_of_at_most_eight(monkeypatch):
