@@ -48,6 +48,9 @@ def sweep(spec, executor, workers, address, device, store_path, threads, group, 
         return
     common.device_name(device)
     get_executor(executor, workers=workers, device=device, address=address, threads=threads, group=group)  # refuse bad options first
+    import time
+
+    began = time.perf_counter()
     summary = sweeps.run_sweep(spec, store=store, executor=executor, workers=workers, device=device, threads=threads,
                                retry_failed=retry_failed, address=address, group=group, echo=click.echo)
     _answer(store, sweeps.load_spec(spec), summary["sweep_id"])
@@ -67,6 +70,8 @@ def sweep(spec, executor, workers, address, device, store_path, threads, group, 
             click.echo(f"report   {path}")
         except OSError as exc:
             click.echo(f"warning  report not written: {common.os_message(exc)}", err=True)
+    click.echo(f"wall     {time.perf_counter() - began:.0f} s in all (runs, the answer and the report; start-up before "
+               "the first run not counted)")
     if summary["failed"]:
         sys.exit(1)
 
