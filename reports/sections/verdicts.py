@@ -23,4 +23,7 @@ class Verdicts(Section):
         # what the page draws each verdict's learning curves from (the runs' embedded histories)
         cells = [[{"label": c.label, "floor": c.floor, "run_ids": c.run_ids, "long_run_ids": c.long_run_ids}
                   for c in v.cells] for v in data.verdicts]
-        return {"verdicts": data.verdicts, "counts": counts, "figures": figures, "cells": cells}
+        # what stands in the figure's place where a verdict read no trained cell: none run yet, or a probe's
+        empty = ["no finished run yet: nothing trained to draw" if (v.why or "").startswith("no finished run")
+                 else "no trained cells: a probe, drawn in its section" for v in data.verdicts]
+        return {"verdicts": data.verdicts, "counts": counts, "figures": figures, "cells": cells, "empty": empty}

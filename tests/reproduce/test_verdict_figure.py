@@ -22,3 +22,15 @@ def test_a_verdict_from_probes_or_from_missing_runs_has_no_cells_to_draw():
     assert v.cells == [] and plots.verdict_cells([]) is None
     good = CASES["copy"][0]
     assert rep.get("copy").judge(good, NO_PROBES, "cpu").cells
+
+
+def test_the_report_says_why_a_verdict_has_no_figure():
+    """A verdict with no finished run says so in the figure's place; a probe's verdict points to its
+    section (it read no trained cell by design)."""
+    from evalsuite.reports import builder
+
+    missing = rep.get("jrt").judge([], NO_PROBES, "cpu")
+    probe = rep.get("capacity-knee").judge([], NO_PROBES, "cpu")
+    html = builder.render(CASES["copy"][0], verdicts=[missing, probe], compact=True)
+    assert "no finished run yet: nothing trained to draw" in html
+    assert ("no trained cells: a probe, drawn in its section" in html) == (not (probe.why or "").startswith("no finished run"))
