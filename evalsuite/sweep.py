@@ -111,7 +111,20 @@ def _split_joint(values: dict) -> dict:
 
 
 def describe(values: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in values.items()) or "(base)"
+    """A point's swept values, one line: ``model=delta, train.lr=0.003``; a list of segments as the
+    shapes it spans (``task.segments=5 segments: T 8-128, D 2-32``), not its dicts."""
+    return ", ".join(f"{k}={_short(v)}" for k, v in values.items()) or "(base)"
+
+
+def _short(value) -> str:
+    if isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
+        from evalsuite.labels import mixture
+
+        span = mixture({"segments": value})
+        extra = sorted({f"{k} {x[k]}" for x in value for k in x if k not in ("seq_len", "num_kv_pairs", "share")})
+        return (f"{len(value)} segments" + (f": T {span['T']}, D {span['D']}" if span else "")
+                + (f" ({', '.join(extra)})" if extra else ""))
+    return str(value)
 
 
 def sweep_id(points: list[Point]) -> str:

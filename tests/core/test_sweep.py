@@ -315,3 +315,15 @@ def test_a_sweeps_pivot_follows_its_swept_variables(grid, axes):
     from evalsuite.pivot import sweep_axes
 
     assert sweep_axes(grid) == axes
+
+
+def test_a_progress_line_names_a_segment_list_by_the_shapes_it_spans():
+    """A mixture of task shapes swept as a value (the binding setting's one pass or two) reads as its
+    span, not as five dicts on every progress line."""
+    from evalsuite.reproduce.settings import bind_segments
+    from evalsuite.sweep import describe
+
+    line = describe({"model": "delta", "task.segments": bind_segments(2), "train.lr": 0.01})
+    assert line == "model=delta, task.segments=5 segments: T 12-192, D 2-32 (num_passes 2), train.lr=0.01"
+    assert describe({"task.segments": bind_segments()}) == "task.segments=5 segments: T 8-128, D 2-32"
+    assert describe({}) == "(base)"
