@@ -117,6 +117,16 @@ def sections() -> list[Section]:
     return sorted((cls() for _, cls in SECTIONS.items()), key=lambda s: (s.order, s.id))
 
 
+def _lines_only(df: pd.DataFrame, x: str, series: str = "model") -> pd.DataFrame:
+    """The series of ``df`` with two or more distinct ``x``: a line plot draws lines, and a model run
+    at one value of its axis is one point beside others, which the summary table already shows (a
+    panel of lone points answers no question). Empty when no series has two."""
+    if df.empty or x not in df or series not in df:
+        return df.iloc[0:0]
+    counts = df.dropna(subset=[x]).groupby(series)[x].nunique()
+    return df[df[series].isin(counts[counts >= 2].index)]
+
+
 def _distinguish(df: pd.DataFrame, keys) -> pd.DataFrame:
     """Name the settings that vary within a plot in its line labels (so D=4 and D=16 are two lines)."""
     df = df.copy()

@@ -5,7 +5,7 @@ import pandas as pd
 
 from evalsuite.reports import plots
 
-from . import ReportData, Section, section, _distinguish
+from . import ReportData, Section, section, _distinguish, _lines_only
 
 
 @section
@@ -59,9 +59,9 @@ def _capacity(slices: pd.DataFrame, summary: list[dict], probes: pd.DataFrame | 
                 xlabel="key-value pairs in context", logx=True, knees=knees, floor="floor", fmt=fmt)})
     states = pd.DataFrame([r for r in summary if r["accuracy"] is not None and r["state_size"]])
     for task, part in (states.groupby("task") if not states.empty else []):  # one task per accuracy axis
-        if len(part) < 2:
+        part = _lines_only(_distinguish(part, ("pairs",)), "state_size")
+        if part.empty:
             continue
-        part = _distinguish(part, ("pairs",))
         section["plots"].append({"title": f"{task}: accuracy against state size", "uri": plots.lines(
             part, "state_size", "accuracy", "model", title=f"{task}: accuracy vs state size (floats per sequence)",
             xlabel="state size", logx=True, floor="chance", fmt=fmt)})

@@ -5,7 +5,7 @@ import pandas as pd
 
 from evalsuite.reports import plots
 
-from . import ReportData, Section, section, _distinguish
+from . import ReportData, Section, section, _distinguish, _lines_only
 
 
 @section
@@ -25,8 +25,8 @@ def _scaling_plots(summary: list[dict], slices: pd.DataFrame, fmt: str) -> list[
         return out
     for x, label, logx in (("d_model", "model width d_model", True),):
         for task, part in df.groupby("task"):
-            part = _distinguish(part, ("pairs", "seq_len"))
-            if part[x].nunique() > 1:
+            part = _lines_only(_distinguish(part, ("pairs", "seq_len")), x)
+            if not part.empty:
                 out.append({"title": f"{task}: accuracy against {label}",
                             "uri": plots.lines(part, x, "accuracy", "model", title=f"{task}: accuracy vs {label}",
                                                xlabel=label, logx=logx, floor="chance", fmt=fmt)})
@@ -36,8 +36,8 @@ def _scaling_plots(summary: list[dict], slices: pd.DataFrame, fmt: str) -> list[
         for key in _plotted_keys(task):  # the task's own slice keys: a new task needs no change here
             if key not in rows:
                 continue
-            part = _distinguish(rows.dropna(subset=[key]), ("d_model",))
-            if part[key].nunique() > 1:
+            part = _lines_only(_distinguish(rows.dropna(subset=[key]), ("d_model",)), key)
+            if not part.empty:
                 label = AXIS_LABELS.get(key, key.replace("_", " "))
                 out.append({"title": f"{task}: accuracy against {label}",
                             "uri": plots.lines(part, key, "accuracy", "model", title=f"{task}: accuracy vs {label}",

@@ -145,3 +145,14 @@ def test_an_axis_of_whole_numbers_gets_whole_number_ticks(monkeypatch):
     df = pd.DataFrame([{"pairs": 16, "accuracy": 0.5 + m / 10, "model": f"m{m}", "floor": 1 / 16} for m in range(3)])
     plots.lines(df, "pairs", "accuracy", "model", title="t", xlabel="pairs", floor="floor")
     assert ticks and all(float(t).is_integer() for t in ticks), ticks
+
+
+def test_a_line_plot_draws_only_series_with_two_points_or_more():
+    """A model run at one value of the plot's axis is one lone point beside the others' lines: the
+    summary table shows it; a plot of only such points is not drawn (issue 64)."""
+    from evalsuite.reports.sections import _lines_only
+
+    df = pd.DataFrame([{"model": "a", "d_model": 32}, {"model": "a", "d_model": 64}, {"model": "b", "d_model": 64}])
+    assert list(_lines_only(df, "d_model").model) == ["a", "a"]
+    assert _lines_only(df[df.model == "b"], "d_model").empty
+    assert _lines_only(pd.DataFrame(), "d_model").empty
