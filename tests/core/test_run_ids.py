@@ -45,6 +45,9 @@ def committed():
 NEW_POINTS: dict[str, str] = {
     "capacity-trained": "added by issue 61 after the committed reproduction was made; its runs are reported in "
                         "docs/capacity-argmax/, not in docs/reproduce-cpu.html",
+    **{name: "re-set by issue 62 where the state binds (the binding setting, capacity-trained's runs shared): the "
+             "committed report holds the runs of its earlier design" for name in
+       ("linear-width", "delta-vs-linear", "hybrid-recovery", "jrt")},
 }
 
 
