@@ -8,7 +8,9 @@ gives every D, each D with its own floor). The backbone is the default one (d_mo
 a short convolution, no MLP), its mixers' state set apart from the width: d_k with
 ``model.feature_dim`` and d_v with ``model.value_dim``, at sizes where the probe holds a few to
 a few tens of pairs, so that the state, not the width, binds. Softmax at the same width (it keeps
-every pair) is the positive control; it must hold every D.
+every pair) is the positive control; it must hold every D. This is the binding setting
+(``settings.bind_base``) the failure findings are judged in at CPU scale: their cells at these
+configurations read these runs.
 
 What is read: per configuration and seed, the trained capacity n*, the most pairs read back at
 ``SUCCESS`` (0.9, the probe's criterion) log-interpolated over D from each D's settled figure
