@@ -16,4 +16,21 @@ def expected_line(left: int, timed: int, seconds: float, step: int) -> str:
 def progress_bar(total: int, show: bool, desc: str, initial: int = 0):
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, initial=initial, disable=not show, desc=desc, leave=True, dynamic_ncols=True)  # stays on screen
+    # a terminal nobody sized (a pseudo-terminal reporting 0 x 0: `script`, `docker exec`, some IDE
+    # consoles) makes tqdm hide the bar (its row is "below the screen") and squeeze it to nothing:
+    # after the expected time, nothing more was printed for minutes. Such a terminal gets a fixed size.
+    sized = _terminal_sized()
+    return tqdm(total=total, initial=initial, disable=not show, desc=desc, leave=True,  # stays on screen
+                dynamic_ncols=sized, **({} if sized else {"ncols": 100, "nrows": 24}))
+
+
+def _terminal_sized() -> bool:
+    """Whether stderr's terminal reports a size (the bar then follows its width)."""
+    import os
+    import sys
+
+    try:
+        size = os.get_terminal_size(sys.stderr.fileno())
+    except (OSError, ValueError, AttributeError):
+        return False
+    return size.columns > 0 and size.lines > 0
