@@ -228,7 +228,7 @@ def run_points(points: list[Point], *, name: str, spec: dict, store: Store, exec
                  f"about {sum(known) / 60:.0f} run-min, {sum(known) / 60 / workers:.0f} min on {workers} workers; "
                  f"{(deadline - time.monotonic()) / 60:.0f} min left in this segment")
     snapshots.materialize(store, store.cache_dir, [p.config for p in todo])  # what a rung continues from
-    with Heartbeat(store, [p.run_id for p in todo]) as beat:
+    with Heartbeat(store, [p.run_id for p in todo]) as beat, progress.ticking():
         try:
             for result in runner.run([p.config for p in todo], incoming_dir(store)):
                 record(store, result)
@@ -310,12 +310,40 @@ def _check_workers(points: list[Point], workers: int) -> None:
 
 
 class Progress:
-    """Runs done, failures so far and an ETA from the mean time per finished run."""
+    """Runs done, failures so far and an ETA from the mean time per finished run; while runs are in
+    flight, a line every ``TICK_S`` seconds (``ticking``), so a long run is never minutes of silence."""
+
+    TICK_S = 60.0
 
     def __init__(self, total: int, echo, labels: dict[str, str] | None = None):
         self.total, self.done, self.failed, self.echo = total, 0, 0, echo
         self.labels = labels or {}  # run id -> the swept values that make its point
         self.start = time.perf_counter()
+
+    def ticking(self, every: float | None = None):
+        """A context in which a daemon thread says, every ``every`` seconds, how far the sweep is."""
+        import contextlib
+        import threading
+
+        every = self.TICK_S if every is None else every
+        stop = threading.Event()
+
+        def tick():
+            while not stop.wait(every):
+                elapsed = time.perf_counter() - self.start
+                self.echo(f"... {self.done} of {self.total} runs done, {self.total - self.done} left, "
+                          f"{elapsed / 60:.1f} min in (runs in flight report when they finish)")
+
+        @contextlib.contextmanager
+        def running():
+            thread = threading.Thread(target=tick, name="evalsuite-progress", daemon=True)
+            thread.start()
+            try:
+                yield self
+            finally:
+                stop.set()
+                thread.join(timeout=5)
+        return running()
 
     def update(self, result: RunRecord) -> None:
         self.done += 1

@@ -327,3 +327,19 @@ def test_a_progress_line_names_a_segment_list_by_the_shapes_it_spans():
     assert line == "model=delta, task.segments=5 segments: T 12-192, D 2-32 (num_passes 2), train.lr=0.01"
     assert describe({"task.segments": bind_segments()}) == "task.segments=5 segments: T 8-128, D 2-32"
     assert describe({}) == "(base)"
+
+
+def test_a_sweep_says_how_far_it_is_while_runs_are_in_flight():
+    """Between two finished runs (minutes apart in a reproduction segment) a line every TICK_S."""
+    import time
+
+    from evalsuite.sweep import Progress
+
+    lines = []
+    progress = Progress(3, lines.append)
+    with progress.ticking(every=0.05):
+        time.sleep(0.3)
+    n = len(lines)
+    assert n >= 2 and all(x.startswith("... 0 of 3 runs done, 3 left") for x in lines)
+    time.sleep(0.15)
+    assert len(lines) == n  # it stops with its block
