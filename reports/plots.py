@@ -61,6 +61,23 @@ def _axes(n: int, width: float, height: float):
     return fig, list(axes[:, 0])
 
 
+def _sd_bands(ax, df: pd.DataFrame, x: str, y: str, hue: str) -> None:
+    """Each series' spread over seeds, +- 1 sd shaded in its colour: from the ``{y}_std`` column a
+    summary row carries (its seeds' sd), else from the rows that share an x (one per seed)."""
+    colours = {label: h.get_color() for h, label in zip(*ax.get_legend_handles_labels()) if hasattr(h, "get_color")}
+    for name, part in df.groupby(hue):
+        if name not in colours:
+            continue
+        if f"{y}_std" in part and part[f"{y}_std"].notna().any():
+            g = part.groupby(x).agg(mean=(y, "mean"), sd=(f"{y}_std", "mean")).reset_index()
+        else:
+            g = part.groupby(x)[y].agg(["mean", "std"]).reset_index().rename(columns={"std": "sd"})
+        g = g.dropna(subset=["sd"]).sort_values(x)
+        if len(g) >= 2 and (g.sd > 0).any():
+            ax.fill_between(g[x], g["mean"] - g.sd, g["mean"] + g.sd, color=colours[name], alpha=0.15, lw=0,
+                            label="_nolegend_")
+
+
 def _floor_lines(ax, df: pd.DataFrame, x: str, hue: str, floor: str | None) -> None:
     """Each series' floor dotted in grey, labelled once."""
     if not floor:
@@ -91,6 +108,7 @@ def lines(df: pd.DataFrame, x: str, y: str, hue: str, *, title: str, xlabel: str
         part = df[df[hue].isin(group)]
         sns.lineplot(data=part, x=x, y=y, hue=hue, style=hue, hue_order=group, style_order=group, markers=MARKERS[:len(group)],
                      dashes=False, errorbar=None, ax=ax)
+        _sd_bands(ax, part, x, y, hue)
         _floor_lines(ax, part, x, hue, floor)
         if target:
             ax.axhline(TARGET, color="grey", lw=0.9, ls="--", label=f"{TARGET}")

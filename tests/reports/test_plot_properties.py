@@ -156,3 +156,22 @@ def test_a_line_plot_draws_only_series_with_two_points_or_more():
     assert list(_lines_only(df, "d_model").model) == ["a", "a"]
     assert _lines_only(df[df.model == "b"], "d_model").empty
     assert _lines_only(pd.DataFrame(), "d_model").empty
+
+
+def test_lines_shade_the_seeds_spread(monkeypatch):
+    """One plot per question with the seeds' spread: +- 1 sd shaded per series, from a summary row's
+    accuracy_std or from rows that share an x (issue 64)."""
+    from matplotlib.collections import PolyCollection
+
+    seen = []
+    real = plots.to_uri
+    monkeypatch.setattr(plots, "to_uri", lambda fig, fmt="png": seen.append(
+        sum(isinstance(c, PolyCollection) for ax in fig.axes for c in ax.collections)) or real(fig, fmt))
+    summary = pd.DataFrame([{"x": x, "accuracy": 0.5, "accuracy_std": 0.05, "model": m, "floor": 0.1}
+                            for m in ("a", "b") for x in (1, 2, 4)])
+    plots.lines(summary, "x", "accuracy", "model", title="t", xlabel="x", floor="floor")
+    seeds = pd.DataFrame([{"x": x, "accuracy": 0.5 + 0.1 * s, "model": "a", "floor": 0.1} for s in range(3) for x in (1, 2)])
+    plots.lines(seeds, "x", "accuracy", "model", title="t", xlabel="x", floor="floor")
+    one = pd.DataFrame([{"x": x, "accuracy": 0.5, "model": "a", "floor": 0.1} for x in (1, 2)])
+    plots.lines(one, "x", "accuracy", "model", title="t", xlabel="x", floor="floor")
+    assert seen == [2, 1, 0]
