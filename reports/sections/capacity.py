@@ -43,8 +43,8 @@ def _capacity(slices: pd.DataFrame, summary: list[dict], probes: pd.DataFrame | 
                 xlabel="stored pairs S", logx=True, knees=knees, floor="floor", fmt=fmt)})
     if not slices.empty and "num_kv_pairs" in slices:
         for task, rows in slices.dropna(subset=["num_kv_pairs"]).groupby("task"):  # one task per accuracy axis
-            part = _distinguish(rows, ("d_model",))
-            if part.num_kv_pairs.nunique() < 2:
+            part = _lines_only(_distinguish(rows, ("d_model",)), "num_kv_pairs")
+            if part.empty:
                 continue
             knees = {}
             for model, m in part.groupby("model"):
