@@ -352,6 +352,15 @@ def retrieved_against_d(df: pd.DataFrame, *, title: str, fmt: str = "png") -> st
     return to_uri(fig, fmt)
 
 
+def _middle(label: str, most: int) -> str:
+    """``label`` within ``most`` characters, cut in the middle: a cell's label ends with what tells it
+    from its neighbours (its D, its width), so the end stays."""
+    if len(label) <= most:
+        return label
+    keep = most - 3
+    return label[:keep - keep // 2] + "..." + label[-(keep // 2):]
+
+
 def verdict_cells(cells: list[dict], *, fmt: str = "png") -> str | None:
     """A verdict's small figure: one row per cell it read, each seed's test accuracy at the chosen
     rate (filled), at 4x the budget (hollow), the mean (a bar) and the task's floor (a red tick)."""
@@ -376,7 +385,7 @@ def verdict_cells(cells: list[dict], *, fmt: str = "png") -> str | None:
         if cell.get("floor") is not None:
             ax.plot([cell["floor"]] * 2, [y - 0.35, y + 0.35], color="#cf222e", lw=1.6,
                     label=once("floor (no-memory reader)"))
-    ax.set_yticks(ys, [c["label"] if len(c["label"]) <= 30 else c["label"][:28] + "..." for c in cells], fontsize=8)
+    ax.set_yticks(ys, [_middle(c["label"], 40) for c in cells], fontsize=8)
     ax.set_xlim(-0.02, 1.02)
     ax.set_ylim(-0.6, n - 0.4)
     ax.tick_params(axis="x", labelsize=8)

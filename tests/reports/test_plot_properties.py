@@ -175,3 +175,12 @@ def test_lines_shade_the_seeds_spread(monkeypatch):
     one = pd.DataFrame([{"x": x, "accuracy": 0.5, "model": "a", "floor": 0.1} for x in (1, 2)])
     plots.lines(one, "x", "accuracy", "model", title="t", xlabel="x", floor="floor")
     assert seen == [2, 1, 0]
+
+
+def test_a_long_cell_label_keeps_its_end():
+    """Cells of one configuration differ only at the end of their labels (D=2 ... D=32): a label cut
+    to fit keeps its end."""
+    label = "elu+1 (d_k 8, d_v 8), 2 layers D=16"
+    short = plots._middle(label, 30)
+    assert len(short) == 30 and short.endswith("layers D=16") and short.startswith("elu+1 (d_k")
+    assert plots._middle("softmax D=4", 30) == "softmax D=4"
