@@ -180,9 +180,10 @@ def run_points(points: list[Point], *, name: str, spec: dict, store: Store, exec
     """``group``: auto, on or off: train points that differ only in learning rate and seed together
     (``executors.grouping``). ``deadline`` (``time.monotonic()``, local executor): no run starts
     after it, nor one whose configuration's finished runs say it would not end by then
-    (``expected_seconds``; a run with none starts until the deadline); runs in flight finish, and
-    those never started are recorded interrupted, so the next invocation resumes them (a segment of
-    a long reproduction)."""
+    (``expected_seconds``; a run with none starts until the deadline); a run in flight at the deadline
+    saves its checkpoint and stops (``train.loop``: the workers get it as ``EVALSUITE_DEADLINE``), and
+    it and those never started are recorded interrupted, so the next invocation resumes them (a
+    segment of a long reproduction)."""
     from evalsuite.executors import get_executor
 
     runner = get_executor(executor, workers=workers, device=device, address=address, threads=threads,

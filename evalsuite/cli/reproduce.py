@@ -30,7 +30,8 @@ from evalsuite.cli.app import main
                    "[always written: reports/RESULTS-SCALE.md beside the store]")
 @click.option("--segment-minutes", default=None, type=click.FloatRange(min=1),
               help="end within this many minutes: start no run after them, nor one that its configuration's "
-                   "finished runs say would end past them (runs in flight finish); the next invocation resumes. "
+                   "finished runs say would end past them; a run in flight at the end saves its checkpoint and stops there, "
+                   "and the next invocation resumes it. "
                    "A whole reproduction runs in segments of at most two hours (120)")
 @click.option("--smoke", is_flag=True,
               help="every sweep point once at a few steps, in its own store (smoke/evalsuite.db beside the default "

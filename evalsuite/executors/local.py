@@ -66,7 +66,7 @@ class LocalExecutor:
     def _device(self, slot: int) -> str:
         return f"cuda:{slot % self.gpus}" if self.gpus else "cpu"
 
-    deadline: float | None = None  # time.monotonic(): no run starts after it (a segment's end); runs in flight finish
+    deadline: float | None = None  # time.monotonic(): no run starts after it (a segment's end); runs in flight checkpoint and stop
     # expected seconds per config (None: unknown), aligned with ``run``'s configs: with a deadline, a
     # unit starts only if its expected time (its members' sum) ends by then, so a segment keeps its length
     estimates: list[float | None] | None = None
