@@ -47,16 +47,13 @@ def cells(records: list[RunRecord], axes: tuple[str, str]) -> list[dict]:
     other seeds); where settings that differ in more than the rate share a cell, the one with the
     best validation accuracy is shown and ``settings`` counts them."""
     from evalsuite import selection
-    from evalsuite.protocol import identity
+    from evalsuite.protocol import config_key
 
     groups: dict[tuple, dict[str, list]] = {}
     for r in records:
         if not r.ok or r.metrics.get("accuracy") is None:
             continue
-        config = identity(r.config)  # a plug-in by its contents, not its path
-        rest = {**config, "train": {k: v for k, v in config["train"].items() if k != "lr"}}
-        setting = json.dumps({k: v for k, v in rest.items() if k != "seed"}, sort_keys=True, default=str)
-        groups.setdefault((value(r, axes[0]), value(r, axes[1])), {}).setdefault(setting, []).append(r)
+        groups.setdefault((value(r, axes[0]), value(r, axes[1])), {}).setdefault(config_key(r.config), []).append(r)
     out = []
     for (row, col), settings in groups.items():
         read = []

@@ -22,10 +22,12 @@ ingests, so a killed driver loses nothing.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -321,11 +323,9 @@ class Progress:
         self.labels = labels or {}  # run id -> the swept values that make its point
         self.start = time.perf_counter()
 
+    @contextlib.contextmanager
     def ticking(self, every: float | None = None):
-        """A context in which a daemon thread says, every ``every`` seconds, how far the sweep is."""
-        import contextlib
-        import threading
-
+        """A block in which a daemon thread says, every ``every`` seconds, how far the sweep is."""
         every = self.TICK_S if every is None else every
         stop = threading.Event()
 
@@ -335,16 +335,13 @@ class Progress:
                 self.echo(f"... {self.done} of {self.total} runs done, {self.total - self.done} left, "
                           f"{elapsed / 60:.1f} min in (runs in flight report when they finish)")
 
-        @contextlib.contextmanager
-        def running():
-            thread = threading.Thread(target=tick, name="evalsuite-progress", daemon=True)
-            thread.start()
-            try:
-                yield self
-            finally:
-                stop.set()
-                thread.join(timeout=5)
-        return running()
+        thread = threading.Thread(target=tick, name="evalsuite-progress", daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            stop.set()
+            thread.join(timeout=5)
 
     def update(self, result: RunRecord) -> None:
         self.done += 1

@@ -21,6 +21,7 @@ import pandas as pd
 
 from evalsuite import files, selection
 from evalsuite.labels import mixture, model_label
+from evalsuite.protocol import config_key
 from evalsuite.models import key_features
 from evalsuite.models.state import zoology_units
 from evalsuite import imports
@@ -52,15 +53,6 @@ def _fmt(value) -> str:
 
 _env.filters["fmt"] = _fmt
 _env.filters["against_floor"] = lambda acc, floor: against_floor(float(acc), float(floor))  # records.against_floor
-
-
-def config_key(config: dict) -> str:
-    """A configuration: everything but the learning rate and the seed (the axes aggregated over)."""
-    from evalsuite.protocol import identity
-
-    config = identity(config)  # a plug-in by its contents: an edited file is another configuration, never a seed
-    train = {k: v for k, v in config["train"].items() if k != "lr"}
-    return json.dumps({"task": config["task"], "model": config["model"], "train": train}, sort_keys=True, default=str)
 
 
 _KEY_FEATURES: dict[str, int | None] = {}

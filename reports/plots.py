@@ -248,18 +248,10 @@ def overlaid_curves(panels: dict, floors: dict, *, rows: str, cols: str, fmt: st
         ax.set_visible(False)
     for ax, (col, by_row) in zip(axes.flat, panels.items()):
         for row, histories in by_row.items():
-            at: dict[int, list[float]] = {}
-            for h in histories:
-                for point in h or []:
-                    if point.get("val_accuracy") is not None:
-                        at.setdefault(point["step"], []).append(point["val_accuracy"])
-            steps = sorted(at)
-            mean = [sum(at[s]) / len(at[s]) for s in steps]
-            sd = [math.sqrt(sum((x - m) ** 2 for x in at[s]) / (len(at[s]) - 1)) if len(at[s]) > 1 else 0.0
-                  for s, m in zip(steps, mean)]
-            ax.plot(steps, mean, lw=1.3, color=colours[row], label=str(row))
-            ax.fill_between(steps, [m - d for m, d in zip(mean, sd)], [m + d for m, d in zip(mean, sd)],
-                            color=colours[row], alpha=0.18, lw=0)
+            points = pd.DataFrame([p for h in histories for p in h or [] if p.get("val_accuracy") is not None])
+            g = points.groupby("step").val_accuracy.agg(["mean", "std"]).fillna(0.0)  # one seed at a step: no band
+            ax.plot(g.index, g["mean"], lw=1.3, color=colours[row], label=str(row))
+            ax.fill_between(g.index, g["mean"] - g["std"], g["mean"] + g["std"], color=colours[row], alpha=0.18, lw=0)
         if (floor := floors.get(col)) is not None:
             ax.axhline(floor, color="#cf222e", lw=0.8, ls=":", label=f"floor {floor:.3f}")
         else:

@@ -79,6 +79,15 @@ def setting_key(config: dict) -> str:
     return canonical_json(out)
 
 
+def config_key(config: dict) -> str:
+    """A configuration less its learning rate and seed (the axes a table aggregates over; its budget
+    stays), plug-ins by their contents (``identity``): the report's summary rows and the pivot's
+    cells group runs by it."""
+    config = identity(config)
+    train = {k: v for k, v in config["train"].items() if k != "lr"}
+    return canonical_json({**{k: v for k, v in config.items() if k != "seed"}, "train": train})
+
+
 def is_escalated(path: str) -> bool:
     """Whether a dotted config path (``train.lr``) is one the escalation changes."""
     return tuple(path.split(".")) in ESCALATED

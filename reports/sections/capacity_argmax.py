@@ -116,7 +116,7 @@ def trained_points(runs, table: pd.DataFrame) -> pd.DataFrame:
     """Mixed-D MQAR runs of a state with its own value side: per configuration and budget, at its best
     rate (by validation), the mean accuracy at each eval segment's D over the seeds, with D over the
     probe's n* at its (d_k, d_v) on the run's vocabulary (``ratio``) and the segment's floor."""
-    from evalsuite.reports.builder import config_key
+    from evalsuite.protocol import config_key
 
     groups: dict[str, list] = {}
     for r in runs:

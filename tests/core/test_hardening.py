@@ -294,7 +294,7 @@ def test_a_plugin_is_its_contents_not_its_path(tmp_path, monkeypatch):
     a path (issue 63)."""
     from evalsuite.labels import model_label
     from evalsuite.protocol import setting_key
-    from evalsuite.reports.builder import config_key
+    from evalsuite.protocol import config_key
 
     a, b = tmp_path / "a", tmp_path / "deep" / "er" / "b"
     for d in (a, b):
