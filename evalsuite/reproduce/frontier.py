@@ -1,7 +1,9 @@
 """The recall-memory frontier: MQAR accuracy against state size, one curve per mixer family.
 
-Every family is trained over the axis that sets its state (width for the fixed-state mixers, the
-window for sliding-window attention, the feature size for Based and its Taylor-linear part), each
+Every family is trained over the axis that sets its state (width for the fixed-state mixers at
+paper scale, both sides of their state, d_k = d_v, at CPU scale where the state binds (issue 62;
+``families``), the window for sliding-window attention, the feature size for Based and its
+Taylor-linear part), each
 point with a learning-rate sweep and three reported seeds, under the rules of ``cells``. What the literature
 claims about this picture (docs/FINDINGS.md, finding 9) becomes three experiments that share this
 module's sweep (group ``frontier``), each able to fail: ``experiments/frontier_delta.py``,
@@ -10,14 +12,13 @@ module's sweep (group ``frontier``), each able to fail: ``experiments/frontier_d
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from evalsuite.models.state import zoology_units
 from evalsuite.records import Verdict
 
 from . import clauses
 from .cells import Cell
-from .settings import CPU_BASE, CPU_LRS
+from .frontier_families import CPU_D, READ_BY_NONE, families
+from .settings import CPU_LRS, bind_base, bind_metric
 from .verdict import Judge
 
 LEVEL = 0.9  # the accuracy whose cheapest state the verdicts compare (the table also shows 0.99)
@@ -26,76 +27,18 @@ CLOSE = 2.0  # below this factor, "far more" is contradicted
 EQUAL_STATE = 1.25  # a part "at no more state" than Based: its state at most this factor of Based's
 
 
-@dataclass(frozen=True)
-class Family:
-    label: str
-    fixed: dict          # config keys every point of the family sets
-    axis: str            # the config key that sets its state
-    values: tuple        # the axis values at this scale
-    kind: str            # "delta", "generalised-delta", "additive", "decayed", "window", "based", "based-part", "control"
 
 
-def families(scale: str) -> list[Family]:
-    """The families and their axes. ``paper`` follows Zoology's README-plot sweep
-    (``zoology/experiments/030325_new_arch`` and ``models_repo.py``): widths 64 / 128 / 256 for the
-    fixed-state mixers, softmax and the sliding window at 128, windows 8 ... 1024, Based's feature
-    size 8 / 16 / 24 (Zoology crosses it with widths 48 / 64 / 128; here at width 64 only).
-
-    ``cpu`` sets the fixed-state mixers' state with their query/key size d' (``feature_dim`` 4, 8,
-    16) at width 64, against D = 16 pairs: D / d' = 4, 2, 1 (docs/guide/designs.md says why not the
-    width). Softmax and the sliding window run at width 64 beside them; Based and its Taylor part
-    keep width 32 (their claim is about each other, not about a fixed state's capacity)."""
-    if scale == "cpu":
-        axis, values, width = "model.feature_dim", (4, 8, 16), 64
-        fixed_width = {"model.d_model": width}
-    else:
-        axis, values, width = "model.d_model", (64, 128, 256), 128
-        fixed_width = {}
-    # cpu: window 24 (6,528 floats) sits between 16 (4,480) and 32 (8,576), where 4x the fixed-state
-    # mixers' least state reaching 0.9 falls in the CPU runs: without it the grid cannot show "4x or more"
-    windows = (8, 16, 24, 32) if scale == "cpu" else (8, 16, 32, 64, 128, 256, 512, 1024)
-    features = (4, 8) if scale == "cpu" else (8, 16, 24)
-    based_width = 32 if scale == "cpu" else 64
-    based_window = 8 if scale == "cpu" else 64
-    return [
-        Family("softmax", {"model": "softmax", "model.d_model": width}, "model.d_model", (width,), "control"),
-        Family("delta", {"model": "delta", **fixed_width}, axis, values, "delta"),
-        Family("elu+1", {"model": "linear", "model.feature_map": "elu1", **fixed_width}, axis, values, "additive"),
-        # the decayed mixers in their papers' forms (issue 29; docs/MODELS.md names what still differs): GLA
-        # with its output gate, Mamba-2 with its learned A, step size, D skip and z gate, RetNet with its
-        # heads (one decay each), d_v = 2 d_k and its output gate
-        Family("GLA", {"model": "gla", "model.gate": "vector", "model.output_gate": True, **fixed_width}, axis, values,
-               "decayed"),
-        Family("Mamba-2", {"model": "gla", "model.gate": "scalar", "model.step_size": True, "model.skip": True,
-                           "model.output_gate": True, **fixed_width}, axis, values, "decayed"),
-        Family("RetNet", {"model": "gla", "model.gate": "fixed", "model.n_heads": 4, "model.value_expansion": 2,
-                          "model.output_gate": True, **fixed_width}, axis, values, "decayed"),
-        # the delta rule's newest kin (issue 29): shown on the frontier, read by no verdict yet
-        # with RWKV-7's initial decays (named, so that runs stored before they were, which started every
-        # decay at 0.738 per token, never join its cells)
-        Family("RWKV-7", {"model": "rwkv7", "model.decay_init": "rwkv7", **fixed_width}, axis, values,
-               "generalised-delta"),
-        Family("DeltaProduct", {"model": "deltaproduct", **fixed_width}, axis, values, "generalised-delta"),
-        Family("sliding window", {"model": "swa", "model.d_model": width}, "model.window", windows, "window"),
-        Family("Based", {"model": "based", "model.d_model": based_width, "model.window": based_window}, "model.feature_dim",
-               features, "based"),
-        Family("Taylor linear", {"model": "linear", "model.feature_map": "taylor", "model.d_model": based_width},
-               "model.feature_dim", features, "based-part"),
-    ]
-
-
-READ_BY_NONE = ("RWKV-7", "DeltaProduct")  # shown on the frontier, read by no verdict yet
-
-
-def design(scale: str, base: dict, rates, setting: dict):
-    """Every family at every axis value and rate (``setting``: the task keys every point shares);
-    softmax is the positive control."""
+def design(scale: str, base: dict, rates, setting: dict, metric: str = "accuracy", at: str = ""):
+    """Every family at every axis value and rate (``setting``: the task keys every point shares;
+    ``metric``: the figure each cell reads, ``at`` its words in labels); softmax is the positive
+    control."""
     from .experiment import CellSpec, Design
 
-    cells = [CellSpec((f.label, v), f"{f.label} {f.axis.split('.')[-1]}={v}", {**f.fixed, f.axis: v, **setting},
+    cells = [CellSpec((f.label, v), f"{f.label} ({f.axis_name} = {v}){at}", {**f.fixed, **f.point(v), **setting},
                       role="control" if f.kind == "control" else "reported" if f.label in READ_BY_NONE else "test",
                       reads="the positive control" if f.kind == "control" else
-                      "" if f.label in READ_BY_NONE else f"the least state reaching {LEVEL}")
+                      "" if f.label in READ_BY_NONE else f"the least state reaching {LEVEL}", metric=metric)
              for f in families(scale) for v in f.values]
     return Design(base, cells, rates, {"scale": scale})
 
@@ -223,7 +166,8 @@ PUBLISHED = ("Zoology README plot (approximate; its x axis is in Zoology's logge
 PAPER_LRS = (0.001, 0.00316, 0.01, 0.0316)  # Zoology's README plot: logspace(-3, -1.5, 4)
 # one design behind the three frontier experiments (shared run ids: each run trains once)
 DESIGNS = {
-    "cpu": design("cpu", {**CPU_BASE, "model.d_model": 64}, CPU_LRS, {"task.seq_len": 64, "task.num_kv_pairs": 16}),
+    # cpu: the binding setting, every cell read at D = 16 (``families`` says why)
+    "cpu": design("cpu", bind_base("cpu"), CPU_LRS, {}, metric=bind_metric(CPU_D), at=f" D={CPU_D}"),
     # Zoology's README plot (zoology/experiments/030325_new_arch): the recall preset zoology-mixture
     # (train (T, D) = (64, 4) x 100k, (128, 8), (256, 16), (256, 32), (256, 64) x 20k each; test to
     # (1024, 256)), 2 layers, 2 heads, no MLP, no positions, batch 256, 32 epochs, rates
@@ -235,7 +179,7 @@ DESIGNS = {
 SOURCE = "Zoology README plot; Based (Arora et al. 2024), Figure 2; DeltaNet"
 # cpu: RWKV-7 trains with its recurrent loop, about 3x the delta rule's step time at T 64; DeltaProduct
 # (n_h 2) runs the chunked delta rule on 2 T sub-steps
-MINUTES = {"cpu": (162, 809), "paper": 600}  # cpu: docs/PROJECTION.md (the three share this sweep)
+MINUTES = {"cpu": (170, 443), "paper": 600}  # cpu: docs/PROJECTION-62-frontier.md (the three share this sweep)
 
 
 def verdict_of(check):
@@ -258,3 +202,32 @@ def verdict_of(check):
         return judge.decide(figures + more + [least_state_figure(fam), f"published: {PUBLISHED}"], checks,
                             unsettled(waits), can_run=runnable(waits))
     return verdict
+
+
+def sweep_file() -> str:
+    """examples/sweeps/frontier-cpu.yaml: the CPU frontier's first sweep (seed 0, every rate) as a
+    sweep file, each point with only the keys it sets beyond the base (``python -m
+    evalsuite.reproduce.frontier > examples/sweeps/frontier-cpu.yaml`` writes it)."""
+    import yaml
+
+    spec = DESIGNS["cpu"].spec("frontier-cpu")
+
+    def flow(x) -> str:
+        return yaml.safe_dump(x, default_flow_style=True, width=10 ** 6, sort_keys=False).strip()
+
+    base = dict(spec.base)
+    lines = ["# The recall-memory frontier at CPU scale: the sweep behind `evalsuite reproduce frontier`",
+             f"# ({len(spec.points)} runs; reproduce adds the escalations: rates past an edge, more seeds, 4x reruns).",
+             "# The binding setting (evalsuite/reproduce/settings.py, bind_base): MQAR at vocabulary 256, width 64,",
+             "# two mixer layers, trained on D = 2 ... 32 and read at D = 16; the fixed-state mixers' state set on",
+             "# both sides (model.feature_dim = model.value_dim = 8, 16, 32; evalsuite/reproduce/frontier.py says why).",
+             "# Generated from evalsuite/reproduce/frontier.py: python -m evalsuite.reproduce.frontier > this file;",
+             "# run it alone with",
+             "#   evalsuite sweep examples/sweeps/frontier-cpu.yaml --workers 2",
+             "name: frontier-cpu", f"base: {flow(base)}", "points:"]
+    lines += [f"- {flow({k: v for k, v in pt.items() if k == 'model' or base.get(k, object()) != v})}" for pt in spec.points]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(sweep_file(), end="")

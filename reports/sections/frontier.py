@@ -39,8 +39,11 @@ def pareto(rows: list[dict]) -> list[dict]:
 
 
 def state_axis(model: dict) -> str:
-    """The model key that sets a run's state along its line: the key-side feature size where set
-    (width then fixed), else the window of a windowed mixer, else the width."""
+    """The model key that sets a run's state along its line: both sides of the state where they
+    are set equal (``feature_dim+value_dim``, the binding setting's grid), else the key-side feature
+    size where set (width then fixed), else the window of a windowed mixer, else the width."""
+    if model.get("feature_dim") is not None and model.get("value_dim") == model["feature_dim"]:
+        return "feature_dim+value_dim"
     if model.get("feature_dim") is not None:
         return "feature_dim"
     if model.get("window") is not None:
@@ -51,8 +54,8 @@ def state_axis(model: dict) -> str:
 def line_key(config: dict) -> str:
     """A run's line: its setting (``config.setting_key``: less seed, rate and budget) less the key
     that sets its state (``state_axis``)."""
-    axis = state_axis(config["model"])
-    return setting_key({**config, "model": {k: v for k, v in config["model"].items() if k != axis}})
+    axis = state_axis(config["model"]).split("+")
+    return setting_key({**config, "model": {k: v for k, v in config["model"].items() if k not in axis}})
 
 
 def line_names(rows: pd.DataFrame) -> dict[str, str]:

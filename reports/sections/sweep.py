@@ -25,7 +25,9 @@ class Sweep(Section):
         if not found:
             return None
         rows = sorted({c[axes[0]] for c in found}, key=str)
-        cols = sorted({c[axes[1]] for c in found}, key=lambda v: (isinstance(v, str), v if not isinstance(v, str) else 0, str(v)))
+        # numbers in order, then words, then "not set" (None: the column of runs that leave the key out)
+        cols = sorted({c[axes[1]] for c in found}, key=lambda v: (v is None, isinstance(v, str),
+                                                                   v if isinstance(v, (int, float)) else 0, str(v)))
         at = {(c[axes[0]], c[axes[1]]): c for c in found}
         by_id = {r.run_id: r for r in data.runs}
         panels = {c: {r: [by_id[i].history for i in at[r, c]["run_ids"] if i in by_id] for r in rows if (r, c) in at}

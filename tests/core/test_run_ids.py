@@ -47,7 +47,7 @@ NEW_POINTS: dict[str, str] = {
                         "docs/capacity-argmax/, not in docs/reproduce-cpu.html",
     **{name: "re-set by issue 62 where the state binds (the binding setting, capacity-trained's runs shared): the "
              "committed report holds the runs of its earlier design" for name in
-       ("linear-width", "delta-vs-linear", "hybrid-recovery", "jrt")},
+       ("linear-width", "delta-vs-linear", "hybrid-recovery", "jrt", "frontier-delta", "frontier-swa", "frontier-based")},
 }
 
 

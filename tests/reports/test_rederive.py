@@ -32,7 +32,7 @@ def published():
 NEW = {"capacity-argmax", "capacity-trained"}
 # experiments whose CPU design was re-set since (issue 62: where the state binds): the report's runs of
 # them are of the earlier design, so none is a member and each is judged "no finished run" again
-RESET = {"linear-width", "delta-vs-linear", "hybrid-recovery", "jrt"}
+RESET = {"linear-width", "delta-vs-linear", "hybrid-recovery", "jrt", "frontier-delta", "frontier-swa", "frontier-based"}
 
 
 def rejudged(repo_root) -> dict[str, str]:
@@ -109,7 +109,7 @@ def test_no_cell_of_the_published_report_pools_two_configurations(published):
             keys = {setting_key(r.config) for r in cell.runs}
             assert len(keys) <= 1, (name, cell.label, len(keys))
             checked += bool(keys)
-    assert checked >= 60
+    assert checked >= 50  # the re-set experiments (RESET) read none of its runs
 
 
 def _judged(output: str, names) -> dict[str, str]:

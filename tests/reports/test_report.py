@@ -502,12 +502,13 @@ def test_a_big_reports_tables_start_closed_and_a_link_opens_them_in_headless_chr
     playwright = pytest.importorskip("playwright.sync_api", reason="install the dev extra (make test does)")
     assert Path(CHROMIUM).exists(), "Debian's chromium is missing: `make test` installs it (apt-get install chromium)"
     from evalsuite import reproduce as rep
-    from tests.reproduce.synthetic import CASES, NO_PROBES, as_stored
+    from tests.reproduce.synthetic import CASES, NO_PROBES, as_stored, retask
 
     runs = as_stored(CASES["frontier-delta"][0], "frontier-delta")  # ids as a store has them (hex)
+    verdicts = [rep.get(n).judge(runs, NO_PROBES, "cpu") for n in ("frontier-delta", "frontier-swa")]
+    runs += retask(runs, "k4", model={"conv_kernel": 4}) + retask(runs, "k2", model={"conv_kernel": 2})  # > 40 rows
     assert len(runs) > 40
-    path = builder.write(runs, tmp_path / "big.html", compact=True,
-                         verdicts=[rep.get(n).judge(runs, NO_PROBES, "cpu") for n in ("frontier-delta", "frontier-swa")])
+    path = builder.write(runs, tmp_path / "big.html", compact=True, verdicts=verdicts)
     html_text = path.read_text()
     assert 'loading="lazy"' not in html_text and "the runs table: " in html_text and "the summary table: " in html_text
     with playwright.sync_playwright() as p:

@@ -79,3 +79,20 @@ def test_pareto():
     rows = [{"state": 100, "accuracy": 0.5}, {"state": 200, "accuracy": 0.4}, {"state": 300, "accuracy": 0.9},
             {"state": 300, "accuracy": 0.8}, {"state": 50, "accuracy": 0.1}]
     assert [(r["state"], r["accuracy"]) for r in pareto(rows)] == [(50, 0.1), (100, 0.5), (300, 0.9)]
+
+
+def test_a_grid_over_both_sides_of_the_state_is_one_line():
+    """The binding setting's frontier sets d_k = d_v together: its points are one line over both
+    keys, not one line each (a value side set apart from the key side stays its own line)."""
+    from evalsuite.reports.sections.frontier import line_key, state_axis
+
+    def config(**model):
+        return {"task": {"name": "recall"}, "model": {"name": "delta", "d_model": 64, **model}, "train": {"lr": 0.01},
+                "seed": 0}
+
+    both = [config(feature_dim=d, value_dim=d) for d in (8, 16, 32)]
+    assert {state_axis(c["model"]) for c in both} == {"feature_dim+value_dim"}
+    assert len({line_key(c) for c in both}) == 1
+    apart = [config(feature_dim=d, value_dim=32) for d in (8, 16)]
+    assert state_axis(apart[0]["model"]) == "feature_dim" and len({line_key(c) for c in apart}) == 1
+    assert line_key(apart[0]) != line_key(config(feature_dim=8, value_dim=16))

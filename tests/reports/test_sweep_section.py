@@ -35,3 +35,14 @@ def test_a_sweeps_report_leads_with_its_answer_and_a_reproduction_does_not():
     good = CASES["copy"][0]
     judged = builder.render(good, "a reproduction", verdicts=[rep.get("copy").judge(good, NO_PROBES, "cpu")])
     assert 'id="sweep"' not in judged
+
+
+def test_a_column_of_runs_that_leave_the_key_out_sorts_last():
+    """Runs that set a model key (feature_dim 8, 16) beside runs that leave it out (None): the pivot's
+    columns sort numbers first and "not set" last (sorting raised a TypeError, None against 4)."""
+    runs = (cell("linear", 0.85, pairs=4, long=False, feature_dim=8) + cell("linear", 0.9, pairs=4, long=False, feature_dim=16)
+            + cell("softmax", 1.0, pairs=4, long=False))
+    axes = pivot.varying_axes(runs)
+    assert axes == ("model", "feature_dim"), axes
+    html = builder.render(runs, "a sweep")
+    assert 'id="sweep"' in html and html.index(">8<") < html.index(">16<") < html.index(">not set<")

@@ -121,7 +121,8 @@ def bound(name, key, at, **kw):
     one mixed-D configuration read at each D), stored as the reproduction stores them: ``at`` is
     D -> its accuracy (a D not listed reads the nearest listed one; a float: every D), with ``cell``'s
     rates, seeds and ladder (``kw``: spread, gain, settled, seed_accs, ...) moving every D alike;
-    the state and the floors (1 / D) as a run records them."""
+    the state (``kw["state"]``, or ``kw["mixer_state"]`` without the convolution's window, where
+    given) and the floors (1 / D) as a run records them."""
     import json
 
     from evalsuite.config import run_id
@@ -132,7 +133,11 @@ def bound(name, key, at, **kw):
     at = {D: at for D in BIND_PAIRS} if isinstance(at, (int, float)) else dict(at)
     near = {D: at[min(at, key=lambda x: (abs(x - D), x))] for D in BIND_PAIRS}
     kw.setdefault("long", min(near.values()) < 0.95)
-    state = _state_floats(json.dumps(full, sort_keys=True))
+    state = kw.pop("state", None) or _state_floats(json.dumps(full, sort_keys=True))
+    if (mixer := kw.pop("mixer_state", None)) is not None:  # the mixers' floats: add the convolution's window
+        from evalsuite.models.state import zoology_units
+
+        state = mixer + (10 ** 6 - zoology_units(10 ** 6, full["model"]) / 4)
     primary = min(at.values())  # cell's rates, seeds and rungs move it (clamped to [0, 1]); every D moves alike
     out = []
     for r in cell(full["model"]["name"], primary, epochs=design.base_epochs, state=state, **kw):
@@ -213,9 +218,9 @@ def frontier_runs(unsettled=(), **families):
         "softmax": [(1.0, 8000)],
         "delta": [(0.95, 600), (0.99, 1400), (0.99, 2200)],  # d' 4, 8, 16 at width 64
         "elu+1": [(0.5, 700), (0.7, 1500), (0.93, 2300)],
-        "GLA": [(0.6, 600), (0.8, 1400), (0.92, 2200)],
-        "Mamba-2": [(0.4, 600), (0.7, 1400), (0.91, 2200)],
-        "RetNet": [(0.3, 600), (0.6, 1400), (0.85, 2200)],
+        "GLA": [(0.6, 600), (0.8, 1400)],  # the decayed families at d_k = d_v 8 and 16 only
+        "Mamba-2": [(0.4, 600), (0.7, 1400)],
+        "RetNet": [(0.3, 600), (0.6, 1400)],
         "RWKV-7": [(0.9, 600), (0.97, 1400), (0.99, 2200)],
         "DeltaProduct": [(0.97, 600), (0.99, 1400), (0.99, 2200)],
         "sliding window": [(0.2, 1024), (0.4, 2048), (0.6, 3072), (0.95, 4096)],  # shown short to 5x the best
@@ -227,11 +232,8 @@ def frontier_runs(unsettled=(), **families):
     for fam in frontier.families("cpu"):
         assert len(world[fam.label]) == len(fam.values), fam.label
         for value, (acc, state) in zip(fam.values, world[fam.label]):
-            opts = {k.split(".", 1)[1]: v for k, v in {**fam.fixed, fam.axis: value}.items() if k != "model"}
-            d_model = opts.pop("d_model")
-            fmap = opts.pop("feature_map", None)
-            runs += cell(fam.fixed["model"], acc, d_model=d_model, fmap=fmap, state=state, long=acc < 0.95,
-                         settled=fam.label not in unsettled, **opts)  # reproduce reruns below 0.95 at 4x
+            runs += bound("frontier-delta", (fam.label, value), acc, mixer_state=state, long=acc < 0.95,
+                          settled=fam.label not in unsettled)  # reproduce reruns below 0.95 at 4x
     return runs
 
 
@@ -239,7 +241,7 @@ CHANCE = 1 / 16
 FRONTIER_AT_CHANCE = frontier_runs(**{f.label: [(CHANCE, 1000 * (i + 1)) for i in range(len(f.values))]
                                       for f in frontier.families("cpu")})
 CASES.update({
-    "frontier-delta": (frontier_runs(), frontier_runs(GLA=[(0.95, 500), (0.99, 1400), (0.99, 2200)],
+    "frontier-delta": (frontier_runs(), frontier_runs(GLA=[(0.95, 500), (0.99, 1400)],
                                                       delta=[(0.6, 600), (0.99, 1400), (0.99, 2200)]),
                        frontier_runs(unsettled=("delta",), delta=[(0.5, 600), (0.6, 1400), (0.7, 2200)]), FRONTIER_AT_CHANCE),
     "frontier-swa": (frontier_runs(), frontier_runs(delta=[(0.6, 600), (0.99, 1400), (0.99, 2200)],

@@ -134,7 +134,7 @@ def test_next_configs_are_the_stored_run_with_one_change():
 def test_smallest_state_and_never_reaches():
     fam = frontier.by_family(rep.get("frontier-delta").cells(frontier_runs(), "cpu"), "cpu")
     assert frontier.smallest_state(fam["delta"]) == 600 and frontier.smallest_state(fam["RetNet"]) is None
-    assert frontier.never_reaches(fam["RetNet"]) and not frontier.never_reaches(fam["GLA"])
+    assert frontier.never_reaches(fam["RetNet"]) and not frontier.never_reaches(fam["elu+1"])
 
 
 def test_reported_seeds_at_an_earlier_designs_rates_do_not_stop_the_choice():

@@ -176,7 +176,7 @@ def test_frontier_sweep_file_is_the_experiments_sweep(repo_root):
     """examples/sweeps/frontier-cpu.yaml runs exactly what `reproduce frontier` runs first."""
     in_file = {p.run_id for p in sweeps.expand(sweeps.load_spec(repo_root / "examples/sweeps/frontier-cpu.yaml"))}
     assert in_file == {p.run_id for p in sweeps.expand(rep.get("frontier-delta").spec("cpu"))}
-    assert len(in_file) == 90
+    assert len(in_file) == 63
 
 
 @pytest.mark.parametrize("scale", rep.SCALES)

@@ -535,13 +535,13 @@ def test_another_experiments_shorter_run_of_the_same_configuration_is_not_read()
 
 
 @pytest.mark.parametrize("mamba, expected", [
-    pytest.param([(0.07, 600), (0.08, 1400), (0.09, 2200)], None, id="learned-nowhere-undecided"),
-    pytest.param([(0.3, 600), (0.5, 1400), (0.7, 2200)], True, id="learned-below-level-falls-short"),
+    pytest.param([(0.07, 600), (0.08, 1400)], None, id="learned-nowhere-undecided"),
+    pytest.param([(0.3, 600), (0.7, 1400)], True, id="learned-below-level-falls-short"),
 ])
 def test_frontier_delta_needs_the_rival_to_learn_somewhere(mamba, expected):
     """A family at the floor at every state (settled at 4x) has not shown a shortfall of state: it
     may not have optimised, so "the delta rule needs less state" stays undecided for it. One that
-    learned (0.7 at d' 16) and stays below 0.9 does fall short."""
+    learned (0.7 at d_k = d_v 16) and stays below 0.9 does fall short."""
     from tests.reproduce.synthetic import frontier_runs
 
     v = judge("frontier-delta", frontier_runs(**{"Mamba-2": mamba}))
@@ -564,12 +564,12 @@ def test_frontier_swa_needs_the_windows_to_learn_somewhere():
 
 
 @pytest.mark.parametrize("name, unsettled, named, unnamed", [
-    pytest.param("frontier-delta", ("delta", "Based"), "delta feature_dim=4", "Based feature_dim", id="delta-not-based"),
+    pytest.param("frontier-delta", ("delta", "Based"), "delta (d_k = d_v = 8)", "Based (d_k", id="delta-not-based"),
     # the windows' ratio to the delta rule's 600 floats is 6.8x: only windows under 4 x 600 can move it
-    pytest.param("frontier-swa", ("sliding window", "elu+1"), "sliding window window=8", "elu+1 feature_dim",
+    pytest.param("frontier-swa", ("sliding window", "elu+1"), "sliding window (window = 8)", "elu+1 (d_k",
                  id="swa-windows-not-a-slower-fixed-state-family"),
-    pytest.param("frontier-based", ("Based", "Taylor linear", "delta"), "Taylor linear feature_dim=4",
-                 "delta feature_dim", id="based-parts-not-delta"),
+    pytest.param("frontier-based", ("Based", "Taylor linear", "delta"), "Taylor linear (d_k = 4)",
+                 "delta (d_k", id="based-parts-not-delta"),
 ])
 def test_frontier_names_only_the_cells_its_clauses_wait_on(name, unsettled, named, unnamed):
     """The three frontier experiments share every family's cells, but each undecided clause waits
@@ -583,22 +583,22 @@ def test_frontier_names_only_the_cells_its_clauses_wait_on(name, unsettled, name
 
 
 def test_frontier_swa_waits_on_the_cheaper_windows_only():
-    """The ratio branch: window 32 reaches 0.9 at 4,096 floats, 6.8x the delta rule's 600; window
-    8's 4x reruns are missing and elu+1 has one seed. Only window 8 (and 16, under 4 x 600) can
+    """The ratio branch: window 64 reaches 0.9 at 4,096 floats, 6.8x the delta rule's 600; window
+    8's 4x reruns are missing and elu+1 has one seed. Only windows 4 and 8 (under 4 x 600) can
     still move the ratio below 4x; elu+1 learning later would only raise it."""
     from tests.reproduce.synthetic import frontier_runs
 
     runs = [r for r in frontier_runs(unsettled=("elu+1",))
             if not (r.config["model"]["name"] == "swa" and r.config["model"].get("window") == 8
-                    and r.config["train"]["epochs"] > 3)]
+                    and r.config["train"]["epochs"] > 4)]
     v = judge("frontier-swa", runs)
     assert "ratio 6.8x" in " ".join(v.figures)
     assert v.status is Outcome.INCONCLUSIVE, (v.figures, v.why)
-    assert "sliding window window=8: needs 4x reruns" in v.why and "elu+1" not in v.why, v.why
+    assert "sliding window (window = 8) D=16: needs 4x reruns" in v.why and "elu+1" not in v.why, v.why
 
 
 @pytest.mark.parametrize("windows, delta, expected", [
-    # window 16 settled below 0.9 at 3.2x the delta rule's 1,408 floats, window 24 reaches at 4.6x: a
+    # window 8 settled below 0.9 at 3.2x the delta rule's 1,408 floats, window 16 reaches at 4.6x: a
     # window between them (4x is 5,632 floats) could reach at less than 4x, so 4x is not shown
     pytest.param([(0.01, 2432), (0.07, 4480), (0.95, 6528), (0.96, 8576)], None, None, id="gap-straddles-4x"),
     pytest.param([(0.02, 2432), (0.07, 4480), (0.5, 6528), (0.96, 8576)], None, True, id="short-past-4x"),
@@ -654,17 +654,17 @@ def test_frontier_delta_reads_the_grid_between_its_points(delta, elu, expected):
 
 
 def test_frontier_swa_waits_on_the_window_that_would_show_4x():
-    """Window 24 (4.6x) has one seed only: it is the window whose shortfall would show 4x, so the
+    """Window 16 (4.6x) has one seed only: it is the window whose shortfall would show 4x, so the
     verdict names it as what is left, and does not say the grid lacks such a window."""
     from tests.reproduce.synthetic import frontier_runs
 
     runs = frontier_runs(delta=[(0.6, 600), (0.99, 1408), (0.99, 2200)],
                          **{"sliding window": [(0.01, 2432), (0.07, 4480), (0.5, 6528), (0.96, 8576)]})
-    runs = [r for r in runs if not (r.config["model"]["name"] == "swa" and r.config["model"].get("window") == 24
+    runs = [r for r in runs if not (r.config["model"]["name"] == "swa" and r.config["model"].get("window") == 16
                                     and r.seed > 0)]
     v = judge("frontier-swa", runs)
     assert v.checks["sliding window needs >= 4x the state"] is None
-    assert "sliding window window=24: needs 3 reported seeds" in v.why, v.why
+    assert "sliding window (window = 16) D=16: needs 3 reported seeds" in v.why, v.why
     assert not any("does not resolve" in f for f in v.figures)
 
 
