@@ -143,6 +143,53 @@ class Taylor(FeatureMap):
         return torch.cat([torch.ones_like(x[..., :1]), xs, second], dim=-1)
 
 
+@register("rebased")
+class ReBased(FeatureMap):
+    """ReBased (Aksenov et al. 2024, "Linear Transformers with Learnable Kernel Functions are Better
+    In-Context Models"): the query or key is normalised over the head (zero mean, unit variance),
+    then scaled and shifted by learned gamma and beta (separate for queries and keys, starting at 1
+    and 0), z = gamma * norm(x) + beta, and the kernel is the square of their dot product,
+    phi(q).phi(k) = (z_q . z_k)^2: Based's Taylor map less its constant and linear terms, so a query
+    can give a key zero weight. Features z_i z_j for i <= j (the off-diagonal ones weighted sqrt 2),
+    size d(d+1)/2; queries and keys are projected to ``input_dim`` = 16 as for Taylor."""
+
+    input_dim: ClassVar[int | None] = 16
+    EPS = 1e-5
+
+    def __init__(self, head_dim: int):
+        super().__init__(head_dim)
+        self.out_dim = head_dim * (head_dim + 1) // 2
+        self.query_gamma, self.key_gamma = nn.Parameter(torch.ones(head_dim)), nn.Parameter(torch.ones(head_dim))
+        self.query_beta, self.key_beta = nn.Parameter(torch.zeros(head_dim)), nn.Parameter(torch.zeros(head_dim))
+        i, j = torch.triu_indices(head_dim, head_dim)               # pairs i <= j
+        self.register_buffer("pairs", i * head_dim + j, persistent=False)
+        weight = torch.full((len(i),), 2 ** 0.5, dtype=torch.float64)  # z_i z_j appears twice in (z.z')^2 for i < j
+        weight[i == j] = 1.0
+        self.register_buffer("pair_weight", weight, persistent=False)
+
+    def reset_parameters(self):
+        with torch.no_grad():
+            for g, b in ((self.query_gamma, self.query_beta), (self.key_gamma, self.key_beta)):
+                if g.is_meta:
+                    return
+                g.fill_(1.0)
+                b.zero_()
+
+    def _phi(self, x, gamma, beta):
+        z = torch.nn.functional.layer_norm(x, (self.head_dim,), eps=self.EPS) * gamma.to(x.dtype) + beta.to(x.dtype)
+        outer = (z[..., :, None] * z[..., None, :]).flatten(-2)           # [..., d * d]
+        return outer.index_select(-1, self.pairs) * self.pair_weight.to(x.dtype)
+
+    def forward(self, x):
+        return self._phi(x, self.query_gamma, self.query_beta)
+
+    def forward_query(self, x):
+        return self._phi(x, self.query_gamma, self.query_beta)
+
+    def forward_key(self, x):
+        return self._phi(x, self.key_gamma, self.key_beta)
+
+
 @register("dpfp")
 class DPFP(FeatureMap):
     """Deterministic parameter-free projection (Schlag et al. 2021): r = [relu(x), relu(-x)],

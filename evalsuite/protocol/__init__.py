@@ -23,6 +23,7 @@ nothing recomputes it. What it says:
 from __future__ import annotations
 
 import json
+import statistics
 
 LEARNED_FRACTION = 0.5
 MIN_RATES = 3
@@ -91,3 +92,19 @@ def config_key(config: dict) -> str:
 def is_escalated(path: str) -> bool:
     """Whether a dotted config path (``train.lr``) is one the escalation changes."""
     return tuple(path.split(".")) in ESCALATED
+
+
+def seeds_above(a: dict, b: dict, margin: float = MARGIN) -> bool | None:
+    """The comparison rule on two figures per seed (seed -> value): ``a`` above ``b`` (True) where
+    every shared seed's gap exceeds ``margin`` and the mean gap exceeds ``margin`` plus both seed
+    spreads (sd); not above (False) where no shared seed's gap exceeds it; None with fewer than
+    ``MIN_SEEDS`` shared seeds or a mixed order."""
+    seeds = sorted(set(a) & set(b))
+    if len(seeds) < MIN_SEEDS:
+        return None
+    xa, xb = [a[s] for s in seeds], [b[s] for s in seeds]
+    gaps = [x - y for x, y in zip(xa, xb)]
+    spread = sum(statistics.stdev(x) if len(x) >= 2 else 0.0 for x in (xa, xb))
+    if all(g > margin for g in gaps) and statistics.fmean(gaps) > margin + spread:
+        return True
+    return False if all(g <= margin for g in gaps) else None

@@ -22,9 +22,8 @@
 from __future__ import annotations
 
 import math
-import statistics
 
-from evalsuite.protocol import CEILING, LADDER, MARGIN, MIN_SEEDS
+from evalsuite.protocol import CEILING, LADDER, MARGIN, MIN_SEEDS, seeds_above
 from evalsuite.records import TARGET_ACCURACY
 
 from .cells import Cell
@@ -83,10 +82,6 @@ def reaches_far(cell: Cell, level: float) -> bool | None:
     return False if all(v < level for f in rungs for v in f.values()) else None
 
 
-def _spread(values: list[float]) -> float:
-    return statistics.stdev(values) if len(values) >= 2 else 0.0
-
-
 def ordered(a: Cell, b: Cell, margin: float = MARGIN) -> bool | None:
     """``a`` above ``b`` (module docstring): True, False (contradicted) or None (undecided)."""
     if not (a.present and b.present) or a.incomplete() or b.incomplete():
@@ -96,13 +91,8 @@ def ordered(a: Cell, b: Cell, margin: float = MARGIN) -> bool | None:
         fa, fb = figures_at(a, k), figures_at(b, k)
         if fa is None or fb is None:
             continue
-        seeds = sorted(set(fa) & set(fb))
-        if len(seeds) < MIN_SEEDS:
-            continue
-        xa, xb = [fa[s] for s in seeds], [fb[s] for s in seeds]
-        gaps = [x - y for x, y in zip(xa, xb)]
-        above = all(g > margin for g in gaps) and statistics.fmean(gaps) > margin + _spread(xa) + _spread(xb)
-        verdicts.append(True if above else False if all(g <= margin for g in gaps) else None)
+        if len(set(fa) & set(fb)) >= MIN_SEEDS:
+            verdicts.append(seeds_above(fa, fb, margin))
     if not verdicts:
         return None
     return True if all(v is True for v in verdicts) else False if all(v is False for v in verdicts) else None

@@ -16,8 +16,9 @@ def test_declared_nonnegative_kernels_are_nonnegative(name):
     q, k = torch.randn(500, 8, dtype=torch.float64) * 3, torch.randn(500, 8, dtype=torch.float64) * 3
     kernel = (fmap.forward_query(q.float()) @ fmap.forward_key(k.float()).T)
     assert fmap(q.float()).shape[-1] == fmap.out_dim
-    if fmap.nonnegative:
-        assert (kernel >= 0).all()
+    if fmap.nonnegative:  # up to float32 rounding, relative to the features' norms (ReBased's (z.z')^2 can round to -1e-8)
+        norms = fmap.forward_query(q.float()).norm(dim=-1)[:, None] * fmap.forward_key(k.float()).norm(dim=-1)[None]
+        assert (kernel >= -1e-6 * norms).all()
     else:
         assert (kernel < 0).any()  # the flag is not merely conservative
 
@@ -30,6 +31,36 @@ def test_taylor_kernel_closed_form():
     dot = q @ k.T
     torch.testing.assert_close(taylor(q) @ taylor(k).T, 1 + dot / math.sqrt(d) + dot ** 2 / (2 * d),
                                rtol=1e-12, atol=1e-12)
+
+
+def test_rebased_kernel_is_the_papers_square_of_the_normalised_affine_dot_product():
+    """ReBased (Aksenov et al. 2024): K(q, k) = ((gamma_q norm(q) + beta_q) . (gamma_k norm(k) + beta_k))^2
+    with norm(x) = (x - mean) / sqrt(var + eps) over the head, written out in a float64 loop with
+    learned gamma and beta of our choosing; the constant and linear terms of Taylor are gone, so a
+    key orthogonal to the query after the affine map gets weight 0."""
+    d = 6
+    rebased = fm.get("rebased", d).double()
+    assert rebased.out_dim == d * (d + 1) // 2 and rebased.nonnegative
+    gen = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for p in (rebased.query_gamma, rebased.key_gamma, rebased.query_beta, rebased.key_beta):
+            p.copy_(torch.randn(d, generator=gen, dtype=torch.float64))
+    q, k = torch.randn(7, d, dtype=torch.float64), torch.randn(9, d, dtype=torch.float64)
+
+    def z(x, gamma, beta):
+        out = []
+        for row in x.tolist():
+            mean = sum(row) / d
+            var = sum((v - mean) ** 2 for v in row) / d
+            out.append([g * (v - mean) / math.sqrt(var + fm.ReBased.EPS) + b for v, g, b in zip(row, gamma, beta)])
+        return out
+
+    zq = z(q, rebased.query_gamma.tolist(), rebased.query_beta.tolist())
+    zk = z(k, rebased.key_gamma.tolist(), rebased.key_beta.tolist())
+    expected = torch.tensor([[sum(a * b for a, b in zip(x, y)) ** 2 for y in zk] for x in zq], dtype=torch.float64)
+    torch.testing.assert_close(rebased.forward_query(q) @ rebased.forward_key(k).T, expected, rtol=1e-12, atol=1e-12)
+    fresh = fm.get("rebased", d)  # starts at gamma 1, beta 0: the plain square of the normalised dot product
+    assert torch.equal(fresh.query_gamma, torch.ones(d)) and torch.equal(fresh.key_beta, torch.zeros(d))
 
 
 @pytest.mark.parametrize("nu", [1, 2, 3])
