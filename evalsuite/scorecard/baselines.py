@@ -44,9 +44,10 @@ def main() -> None:
     parser.add_argument("--out", default=str(PATH))
     args = parser.parse_args()
     store = Store(args.store)
+    at = commit()  # the code the cards are measured with (read before, so later edits do not count)
     cards = [score(ref, store, workers=args.workers) for ref in MAPS]
     cards = [c.model_copy(update={"label": LABELS.get(c.ref, c.label)}) for c in cards]
-    made = Baselines(command=COMMAND, commit=commit(), made=datetime.date.today().isoformat(),
+    made = Baselines(command=COMMAND, commit=at, made=datetime.date.today().isoformat(),
                      machine=f"{platform.machine()}, {__import__('os').cpu_count()} cores", cards=cards)
     Path(args.out).write_text(made.model_dump_json(indent=1) + "\n")
     print(f"wrote {args.out}: {', '.join(c.label for c in cards)}")
