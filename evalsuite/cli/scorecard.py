@@ -57,6 +57,12 @@ def scorecard(feature_map, quick, as_json, output, baselines_path, workers, agai
     from evalsuite.scorecard.card import load_baselines
     from evalsuite.scorecard.score import cached, describe, score
 
+    from evalsuite.environment import resolve_device
+
+    try:
+        resolve_device(device)
+    except ValueError as exc:
+        raise common.BadInput(str(exc)) from None
     check_map(feature_map)
     try:
         baselines = load_baselines(baselines_path)

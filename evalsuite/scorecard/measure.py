@@ -31,6 +31,7 @@ import torch
 
 from .card import Figure
 
+VERSION = 1  # what a stored scorecard was measured by: raise it when a measurement changes (stored cards are then remade)
 SIZES = ((8, 8), (16, 16))
 SEEDS = (0, 1, 2)
 N_KEYS, N_VALUES = 127, 128      # MQAR's keys and values at vocabulary 256 (capacity-trained's probe)
@@ -53,8 +54,8 @@ def _capacity(pairs, accuracy) -> tuple[float, str]:
     return n, ""
 
 
-def probe_figures(ref, quick: bool = False, echo=None) -> list[Figure]:
-    """The argmax and squared-error probes' n* per seed at each of ``SIZES``."""
+def probe_figures(ref, quick: bool = False, echo=None, device: str = "cpu") -> list[Figure]:
+    """The argmax and squared-error probes' n* per seed at each of ``SIZES`` (trained on ``device``)."""
     from evalsuite.analysis.argmax_probe import law_capacity, pair_grid, trained_argmax_probe
     from evalsuite.analysis.capacity import schlag_probe
 
@@ -67,14 +68,16 @@ def probe_figures(ref, quick: bool = False, echo=None) -> list[Figure]:
         sq_grid = pair_grid(dk, lo=1 / 4, hi=8, per_octave=1)
         for s in seeds:
             df = trained_argmax_probe("linear", dk, dv, grid, feature_map=ref, n_keys=N_KEYS, n_values=N_VALUES,
-                                      steps=100 if quick else 1000, max_steps=200 if quick else 8000, lr=0.01, seed=s)
+                                      steps=100 if quick else 1000, max_steps=200 if quick else 8000, lr=0.01, seed=s,
+                                      device=device)
             last = df[df.max_steps == df.max_steps.max()].sort_values("pairs")
             argmax[s], note = _capacity(last.pairs, last.accuracy)
             if note:
                 notes.append(f"argmax seed {s}: {note}")
             if not bool(last.converged.iloc[0]):
                 notes.append(f"argmax seed {s}: not converged at {int(last.steps.iloc[0]):,} steps")
-            sq = schlag_probe("linear", dk, sq_grid, feature_map=ref, d_value=dv, steps=100 if quick else 2000, seed=s)
+            sq = schlag_probe("linear", dk, sq_grid, feature_map=ref, d_value=dv, steps=100 if quick else 2000, seed=s,
+                              device=device)
             squared[s], note = _capacity(sq.pairs, sq.accuracy)
             if note:
                 notes.append(f"squared-error seed {s}: {note}")
@@ -208,23 +211,26 @@ def step_seconds(ref, repeats: int = 5, device: str = "cpu") -> float:
     batch, T = COST_SHAPE
     x = torch.randint(0, config.task.vocab_size, (batch, T), device=device)
     times = []
+    cuda = torch.device(device).type == "cuda"
     for i in range(repeats + 2):
         begin = time.perf_counter()
         model(x).float().square().mean().backward()
         model.zero_grad(set_to_none=True)
+        if cuda:
+            torch.cuda.synchronize()  # timing only: the kernels queued above end here
         if i >= 2:
             times.append(time.perf_counter() - begin)
     return statistics.median(times)
 
 
-def cost_figures(ref, elu1_seconds: float | None = None, seeds=SEEDS) -> list[Figure]:
+def cost_figures(ref, elu1_seconds: float | None = None, seeds=SEEDS, device: str = "cpu") -> list[Figure]:
     """The state and the time ratio against elu+1 (each seed a fresh timing of both, interleaved)."""
     ratios = {}
     for s in seeds:
-        mine = step_seconds(ref)
-        base = step_seconds("elu1") if elu1_seconds is None else elu1_seconds
+        mine = step_seconds(ref, device=device)
+        base = step_seconds("elu1", device=device) if elu1_seconds is None else elu1_seconds
         ratios[s] = mine / base
     per = "per token kept" if ref is None else "fixed"
     return [Figure(metric="state_floats", setting="d_k = d_v = 16", seeds={0: state_floats(ref)}, note=per),
             Figure(metric="time_ratio", setting=f"batch {COST_SHAPE[0]}, T {COST_SHAPE[1]}", seeds=ratios,
-                   note="two-layer model, forward + backward, median of 5 steps, on this machine")]
+                   note=f"two-layer model, forward + backward, median of 5 steps, on this machine's {device}")]

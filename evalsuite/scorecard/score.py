@@ -3,7 +3,6 @@ reads them back instead of training), into one ``Card``."""
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import time
 from pathlib import Path
@@ -29,8 +28,8 @@ def describe(ref: str | None) -> tuple[str, str, dict]:
 
 def cache_path(ref, store, quick: bool) -> Path:
     """Where a map's scorecard is kept beside the store: named by the map's identity (a plug-in's
-    contents), the size, and the measuring code (an edited ``measure`` measures again)."""
-    key = json.dumps([describe(ref)[1], quick, inspect.getsource(measure)])
+    contents), the size, and ``measure.VERSION`` (raised when a measurement changes)."""
+    key = json.dumps([describe(ref)[1], quick, measure.VERSION])
     return Path(store.cache_dir) / "scorecards" / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
 
 
@@ -63,22 +62,26 @@ def mqar_runs(ref, store, *, quick: bool, workers: int, device: str, echo) -> li
     return first + rest
 
 
-def score(ref: str | None, store, *, quick: bool = False, workers: int = 1, device: str = "cpu", echo=print,
+def score(ref: str | None, store, *, quick: bool = False, workers: int = 1, device: str = "auto", echo=print,
           elu1_seconds: float | None = None) -> Card:
     """Every figure of ``ref``'s scorecard (``ref`` None: softmax, which has no probe memory)."""
+    from evalsuite.environment import resolve_device
+
     start = time.perf_counter()
+    device = str(resolve_device(device))  # "auto": CUDA where present; the probes and timings run there too
     label, identity, config = describe(ref)
     figures = []
     if ref is not None:
         echo(f"{label}: capacity probes at (d_k, d_v) = {', '.join(str(s) for s in measure.SIZES)}")
-        figures += measure.probe_figures(ref, quick=quick, echo=echo)
+        figures += measure.probe_figures(ref, quick=quick, echo=echo, device=device)
     echo(f"{label}: MQAR where the state binds (d_k = d_v = {measure.MQAR_STATE}, two layers, read at D = "
          f"{', '.join(str(d) for d in measure.MQAR_READ)})")
     runs = mqar_runs(ref, store, quick=quick, workers=workers, device=device, echo=echo)
     figures += measure.mqar_figures(runs, quick=quick)
     echo(f"{label}: sharpness and cost")
     figures += measure.sharpness_figures(ref)
-    figures += measure.cost_figures(ref, elu1_seconds, seeds=measure.SEEDS[:1] if quick else measure.SEEDS)
+    figures += measure.cost_figures(ref, elu1_seconds, seeds=measure.SEEDS[:1] if quick else measure.SEEDS,
+                                    device=device)
     card = Card(label=label, ref=ref or "softmax", identity=identity, kind="softmax" if ref is None else "linear",
                 quick=quick, settings={"mqar": {k: v for k, v in config.items() if k not in ("seed", "plugins")},
                                        "probe_sizes": [list(s) for s in measure.SIZES], "seeds": list(measure.SEEDS)},
