@@ -61,11 +61,18 @@ class Figure(BaseModel):
     def sd(self) -> float | None:
         return statistics.stdev(self.values) if len(self.values) >= 2 else None
 
+    @property
+    def censored(self) -> str:
+        """"above" or "below" where some seed's figure is only a bound (a probe's grid ended first:
+        ``measure`` says so in the note), else ""."""
+        return "above" if "above the grid" in self.note else "below" if "below the grid" in self.note else ""
+
     def text(self) -> str:
         if self.mean is None:
             return "n/a"
         m = self.mean
         body = f"{m:,.0f}" if abs(m) >= 1000 else f"{m:.3g}" if abs(m) >= 10 else f"{m:.3f}"
+        body = {"above": ">= ", "below": "<= "}.get(self.censored, "") + body
         if self.sd is not None:
             body += f" +- {self.sd:.2g}"
         return body + (f" (n={len(self.values)})" if len(self.values) != 1 else "")
@@ -97,7 +104,8 @@ class Card(BaseModel):
 def compare(a: Figure | None, b: Figure | None) -> str | None:
     """"better" or "worse" (``a`` against ``b``) where the comparison rule decides it (every shared
     seed and the mean beyond the margin and both spreads, ``protocol.seeds_above``), else None. A
-    descriptive metric is never marked; a ratio is compared on logarithms."""
+    descriptive metric is never marked; a ratio is compared on logarithms; a censored figure (a
+    bound) decides only on the side its bound allows."""
     if a is None or b is None:
         return None
     metric = METRICS[a.metric]
@@ -109,9 +117,10 @@ def compare(a: Figure | None, b: Figure | None) -> str | None:
                 if v is not None and math.isfinite(v) and (v > 0 or not metric.log)}
 
     xa, xb = scaled(a), scaled(b)
-    if seeds_above(xa, xb, metric.margin):
+    # a bound decides only on its own side: a figure censored above may be higher still, never lower
+    if a.censored != "below" and b.censored != "above" and seeds_above(xa, xb, metric.margin):
         return "better" if metric.higher_better else "worse"
-    if seeds_above(xb, xa, metric.margin):
+    if b.censored != "below" and a.censored != "above" and seeds_above(xb, xa, metric.margin):
         return "worse" if metric.higher_better else "better"
     return None
 

@@ -64,6 +64,16 @@ def test_a_difference_is_marked_only_where_the_comparison_rule_decides_it(a, b, 
     assert compare(a, b) == expected
 
 
+def test_a_bound_decides_only_on_its_own_side():
+    """A probe whose grid ended before it failed gives a lower bound (">= 95"): it can be shown above
+    a smaller figure, never below a larger one."""
+    above = Figure(metric="argmax_capacity", seeds={0: 95, 1: 95, 2: 95}, note="argmax seed 0: above the grid (> 95)")
+    assert above.text().startswith(">= 95") and above.censored == "above"
+    assert compare(above, fig("argmax_capacity", 12, 13, 12.5)) == "better"
+    assert compare(above, fig("argmax_capacity", 400, 410, 420)) is None
+    assert compare(fig("argmax_capacity", 400, 410, 420), above) is None
+
+
 def test_every_metric_answers_one_of_the_pages_questions():
     from evalsuite.scorecard.card import QUESTIONS
 
