@@ -4,6 +4,7 @@ figure was made; the page embeds the same data `evalsuite scorecard --json` prin
 from __future__ import annotations
 
 import json
+import re
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -17,6 +18,16 @@ from .builder import _env
 MARKS = {"better": "\u25b2", "worse": "\u25bc"}   # the map is better / worse than this baseline
 
 
+def shown(f, setting: str) -> str:
+    """A figure as its cell shows it; an accuracy below the floor its setting names says so (the
+    best reader with no memory of the pairs does better)."""
+    if f is None:
+        return "-"
+    floor = re.search(r"floor ([0-9.]+)", setting)
+    below = floor is not None and f.mean is not None and f.mean < float(floor.group(1))
+    return f.text() + (" below the floor" if below else "")
+
+
 def table(card: Card, baselines: list[Card]) -> list[dict]:
     """One row per (metric, setting) the map or a baseline measured: the map's figure, then each
     baseline's with the comparison of the map against it."""
@@ -27,12 +38,12 @@ def table(card: Card, baselines: list[Card]) -> list[dict]:
         cells = []
         for b in baselines:
             theirs = b.figure(metric, setting)
-            cells.append({"text": theirs.text() if theirs else "-", "mark": compare(mine, theirs),
+            cells.append({"text": shown(theirs, setting), "mark": compare(mine, theirs),
                           "note": theirs.note if theirs else ""})
         m = METRICS[metric]
         rows.append({"question": m.question, "label": m.label, "setting": setting, "unit": m.unit,
                      "direction": "" if m.higher_better is None else "higher is better" if m.higher_better else "lower is better",
-                     "mine": mine.text() if mine else "-", "note": mine.note if mine else "", "cells": cells})
+                     "mine": shown(mine, setting), "note": mine.note if mine else "", "cells": cells})
     return rows
 
 

@@ -74,6 +74,13 @@ def test_a_bound_decides_only_on_its_own_side():
     assert compare(fig("argmax_capacity", 400, 410, 420), above) is None
 
 
+def test_an_accuracy_below_its_floor_says_so():
+    from evalsuite.reports.scorecard import shown
+
+    assert shown(fig("mqar", 0.15, 0.16, 0.17), "D = 4 (floor 0.385)").endswith("below the floor")
+    assert "floor" not in shown(fig("mqar", 0.85, 0.86, 0.87), "D = 4 (floor 0.385)")
+
+
 def test_every_metric_answers_one_of_the_pages_questions():
     from evalsuite.scorecard.card import QUESTIONS
 
