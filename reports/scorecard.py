@@ -18,14 +18,15 @@ from .builder import _env
 MARKS = {"better": "\u25b2", "worse": "\u25bc"}   # the map is better / worse than this baseline
 
 
-def shown(f, setting: str) -> str:
-    """A figure as its cell shows it; an accuracy below the floor its setting names says so (the
-    best reader with no memory of the pairs does better)."""
-    if f is None:
-        return "-"
+def below_floor(f, setting: str) -> bool:
+    """An accuracy below the floor its setting names (the best reader with no memory of the pairs)."""
     floor = re.search(r"floor ([0-9.]+)", setting)
-    below = floor is not None and f.mean is not None and f.mean < float(floor.group(1))
-    return f.text() + (" below the floor" if below else "")
+    return floor is not None and f is not None and f.mean is not None and f.mean < float(floor.group(1))
+
+
+def shown(f, setting: str) -> str:
+    """A figure as its cell shows it, "< floor" where it is below its floor."""
+    return "-" if f is None else f.text() + (" < floor" if below_floor(f, setting) else "")
 
 
 def table(card: Card, baselines: list[Card]) -> list[dict]:
@@ -38,7 +39,9 @@ def table(card: Card, baselines: list[Card]) -> list[dict]:
         cells = []
         for b in baselines:
             theirs = b.figure(metric, setting)
-            cells.append({"text": shown(theirs, setting), "mark": compare(mine, theirs),
+            # two figures below the floor differ in no memory: nothing to mark between them
+            mark = None if below_floor(mine, setting) and below_floor(theirs, setting) else compare(mine, theirs)
+            cells.append({"text": shown(theirs, setting), "mark": mark,
                           "note": theirs.note if theirs else ""})
         m = METRICS[metric]
         rows.append({"question": m.question, "label": m.label, "setting": setting, "unit": m.unit,

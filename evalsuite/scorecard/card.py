@@ -39,6 +39,7 @@ METRICS = {m.name: m for m in (
     Metric("time_ratio", "cost", "forward + backward time / elu+1's", "x", False, math.log(1.1), log=True),
 )}
 QUESTIONS = ("capacity", "interference", "sharpness", "cost")
+SEEDS = 3  # a figure on this many seeds shows no count; one on fewer (or more) says how many
 
 
 class Figure(BaseModel):
@@ -75,7 +76,7 @@ class Figure(BaseModel):
         body = {"above": ">= ", "below": "<= "}.get(self.censored, "") + body
         if self.sd is not None:
             body += f" +- {self.sd:.2g}"
-        return body + (f" (n={len(self.values)})" if len(self.values) != 1 else "")
+        return body + (f" (n={len(self.values)})" if len(self.values) not in (1, SEEDS) else "")
 
 
 class Card(BaseModel):

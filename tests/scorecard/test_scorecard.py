@@ -77,8 +77,14 @@ def test_a_bound_decides_only_on_its_own_side():
 def test_an_accuracy_below_its_floor_says_so():
     from evalsuite.reports.scorecard import shown
 
-    assert shown(fig("mqar", 0.15, 0.16, 0.17), "D = 4 (floor 0.385)").endswith("below the floor")
+    assert shown(fig("mqar", 0.15, 0.16, 0.17), "D = 4 (floor 0.385)").endswith("< floor")
     assert "floor" not in shown(fig("mqar", 0.85, 0.86, 0.87), "D = 4 (floor 0.385)")
+    from evalsuite.reports.scorecard import table
+
+    low = Card(label="low", ref="x", identity="x", figures=[fig("mqar", 0.15, 0.16, 0.17, setting="D = 4 (floor 0.385)")])
+    lower = Card(label="lower", ref="y", identity="y", figures=[fig("mqar", 0.01, 0.02, 0.01, setting="D = 4 (floor 0.385)")])
+    high = Card(label="high", ref="z", identity="z", figures=[fig("mqar", 0.9, 0.91, 0.92, setting="D = 4 (floor 0.385)")])
+    assert [c["mark"] for c in table(low, [lower, high])[0]["cells"]] == [None, "worse"]  # both below: unmarked
 
 
 def test_every_metric_answers_one_of_the_pages_questions():
