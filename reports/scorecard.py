@@ -51,8 +51,10 @@ def table(card: Card, baselines: list[Card]) -> list[dict]:
 
 
 def figure(cards: list[Card], question: str, fmt: str = "png") -> str | None:
-    """One panel per (metric, setting) of ``question``: each map's seeds as dots and their mean as a bar."""
-    rows = [{"map": c.label, "panel": f"{METRICS[f.metric].label}\n{f.setting}", "value": v, "seed": s}
+    """One panel per (metric, setting) of ``question``: each map's seeds as dots and their mean as a
+    bar, the floor dotted where the setting names one, a bound (a probe's grid ended first) marked."""
+    rows = [{"map": c.label, "panel": f"{METRICS[f.metric].label}\n{f.setting}", "value": v, "seed": s,
+             "censored": f.censored}
             for c in cards for f in c.figures if METRICS[f.metric].question == question
             for s, v in f.seeds.items() if v is not None]
     if not rows:
@@ -67,6 +69,15 @@ def figure(cards: list[Card], question: str, fmt: str = "png") -> str | None:
         part = df[df.panel == panel]
         sns.barplot(data=part, x="map", y="value", order=order, errorbar=None, color="#c9d6e8", ax=ax)
         sns.stripplot(data=part, x="map", y="value", order=order, color="#1f3b63", size=4, jitter=0.15, ax=ax)
+        if (floor := re.search(r"floor ([0-9.]+)", panel)):
+            ax.axhline(float(floor.group(1)), color="grey", ls=":", lw=1)
+            ax.text(len(order) - 0.5, float(floor.group(1)), "floor", fontsize=7, color="grey", ha="right", va="bottom")
+        for i, name in enumerate(order):  # a bound: the probe's grid ended before the map failed
+            bound = part[(part["map"] == name) & (part["censored"] != "")]  # part.map is DataFrame.map
+            if not bound.empty:
+                ax.set_ylim(top=max(ax.get_ylim()[1], 1.15 * part.value.max()))
+                ax.text(i, bound.value.max(), "\u2265" if bound.censored.iloc[0] == "above" else "\u2264", ha="center",
+                        va="bottom", fontsize=10, fontweight="bold", color="#9a6700")
         ax.set(title=panel, xlabel="", ylabel="")
         ax.title.set_fontsize(9)
         ax.tick_params(axis="x", labelrotation=30, labelsize=7)
