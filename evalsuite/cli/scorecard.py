@@ -53,11 +53,10 @@ def scorecard(feature_map, quick, as_json, output, baselines_path, workers, agai
     interference of its keys, the sharpness of its weights and its cost. Writes one HTML page;
     about 10 minutes on 2 cores, `--quick` about one. A second call reads the stored scorecard."""
     from evalsuite import files
+    from evalsuite.environment import resolve_device
     from evalsuite.reports import scorecard as page
     from evalsuite.scorecard.card import load_baselines
     from evalsuite.scorecard.score import cached, describe, score
-
-    from evalsuite.environment import resolve_device
 
     try:
         resolve_device(device)
