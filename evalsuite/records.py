@@ -340,6 +340,7 @@ class VerdictCell(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     label: str
+    metric: str = "accuracy"  # the figure read (a mixed-D run's ``eval_{i}_accuracy``: one eval segment)
     floor: float | None = None
     seeds: dict[int, float] = Field(default_factory=dict)
     long: dict[int, float] = Field(default_factory=dict)

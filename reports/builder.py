@@ -104,8 +104,24 @@ def summarize(runs: list[RunRecord]) -> list[dict]:
             "runs": len(members), "status": ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())),
             "failed": sum(n for s, n in statuses.items() if s != Status.DONE.value),
             "error": next((r.first_error_line() for r in members if r.error), None),
+            "eval_segments": _eval_segments(task, best) if mix else None,
         })
     return sorted(rows, key=lambda r: (r["task"], r["model"], r["d_model"], r["seq_len"] or 0, r["pairs"] or 0))
+
+
+def _eval_segments(task: dict, best: list[RunRecord]) -> list[dict]:
+    """A mixed-shape run's accuracy on each of its eval segments (``eval_{i}_accuracy``, the figure
+    a verdict at one D reads) over the seeds at the chosen rate, beside that segment's floor."""
+    out = []
+    for i, seg in enumerate(task.get("eval_segments") or []):
+        acc = selection.figure(best, f"eval_{i}_accuracy")
+        if not acc.n:
+            continue
+        floor = selection.figure(best, f"eval_{i}_floor")
+        out.append({"index": i, "seq_len": seg.get("seq_len", task.get("seq_len")),
+                    "pairs": seg.get("num_kv_pairs", task.get("num_kv_pairs")), "accuracy": acc.mean,
+                    "accuracy_std": acc.std, "seeds": acc.n, "chance": floor.mean if floor.n else None})
+    return out
 
 
 def _aggregate(runs: list[RunRecord], name: str):

@@ -73,7 +73,7 @@ def summary(cell: Cell) -> VerdictCell:
     """What a verdict's figure draws of one cell: per-seed figures at base budget and at 4x, the floor."""
     m = cell.metric
     floor = cell.floor
-    return VerdictCell(label=cell.label, floor=None if math.isnan(floor) else float(floor),
+    return VerdictCell(label=cell.label, metric=m, floor=None if math.isnan(floor) else float(floor),
                        seeds={r.seed: float(r.metrics[m]) for r in cell.best_runs if m in r.metrics},
                        long={r.seed: float(r.metrics[m]) for r in cell.long_runs if m in r.metrics},
                        run_ids={r.seed: r.run_id for r in cell.best_runs},

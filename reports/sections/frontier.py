@@ -14,6 +14,7 @@ the short convolution's window left out."""
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 
@@ -71,6 +72,32 @@ def line_names(rows: pd.DataFrame) -> dict[str, str]:
     return numbered(names)
 
 
+def segments_read(verdicts) -> dict[str, set[int]]:
+    """Run id -> the eval segments (``eval_{i}_accuracy``) the report's verdicts read of it."""
+    read: dict[str, set[int]] = {}
+    for v in verdicts:
+        for c in v.cells:
+            m = re.fullmatch(r"eval_(\d+)_accuracy", c.metric)
+            for run_id in (*c.run_ids.values(), *c.long_run_ids.values()):
+                if m:
+                    read.setdefault(run_id, set()).add(int(m.group(1)))
+    return read
+
+
+def shapes(row: dict, read: dict[str, set[int]]) -> list[dict]:
+    """A summary row's (T, D, accuracy) points: its own for a run of one shape; for a run trained
+    on a mixture of shapes, one per eval segment (the figure a verdict at that D reads, such as the
+    binding setting's frontier at D = 16), only the segments the report's verdicts read of it where
+    they read some (``read``), not the mixture's overall accuracy, which no verdict reads (drawn,
+    labelled as the mixture, only for a run that kept no per-segment figure)."""
+    segments = row.get("eval_segments") if row.get("mixture") else None
+    if segments and read.get(row["anchor"]):
+        segments = [s for s in segments if s["index"] in read[row["anchor"]]]
+    points = segments or [row]  # none kept: the mixture's own
+    return [{"T": p["seq_len"], "D": p["pairs"], "accuracy": p["accuracy"], "std": p.get("accuracy_std"),
+             "seeds": p.get("seeds"), "floor": p.get("chance")} for p in points]
+
+
 @section
 class Frontier(Section):
     id, title, order = "frontier", "Frontier", 5
@@ -78,17 +105,17 @@ class Frontier(Section):
 
     def build(self, data: ReportData, fmt: str) -> dict | None:
         configs = {r.run_id: r.config for r in data.runs}
-        rows = pd.DataFrame([{"task": r["task"], "T": r["seq_len"], "D": r["pairs"], "model": r["model"],
+        read = segments_read(data.verdicts)
+        rows = pd.DataFrame([{**point, "task": r["task"], "model": r["model"],
                               "mix": (f"trained on mixed D {r['mixture']['D']} (T {r['mixture']['T']})"
                                       if r.get("mixture") else ""),
                               "state": r["state_zoology"] / 4, "ours": r["state_size"], "zoology": r["state_zoology"],
-                              "accuracy": r["accuracy"],
-                              "std": r.get("accuracy_std"), "seeds": r.get("seeds"), "floor": r.get("chance"),
                               "epochs": r["epochs"], "layers": r["n_layers"], "width": r["d_model"], "run": r["anchor"],
                               "axis": state_axis(configs[r["anchor"]]["model"]),
                               "point": setting_key(configs[r["anchor"]]), "line": line_key(configs[r["anchor"]])}
                              for r in data.summary if r["accuracy"] is not None and r["state_size"]
-                             and r.get("state_zoology") is not None and r["anchor"] in configs])
+                             and r.get("state_zoology") is not None and r["anchor"] in configs
+                             for point in shapes(r, read)])
         if rows.empty:
             return None
         rows = mark_budgets(rows)  # a point's 4x rerun (long) and the base budget it is drawn beside
@@ -104,12 +131,12 @@ class Frontier(Section):
                 df["series"] = df.line.map(names)
             both = pd.concat([short, long])
             front = pd.DataFrame(pareto(both.to_dict("records")))
-            shape = f", T={T:g}, D={D:g}" if pd.notna(T) and pd.notna(D) else f", {mix}" if mix else ""
+            shape = (f", T={T:g}, D={D:g}" if pd.notna(T) and pd.notna(D) else "") + (f", {mix}" if mix else "")
             budget = "" if pd.isna(base) else f", {base:g} epochs" + (" (hollow: 4x)" if len(long) else "")
             setting = f"{task}{shape}" + ("" if pd.isna(base) else f", {base:g} epochs")
-            sizes.append(len(both))
+            sizes.append((len(both), 0 if pd.isna(D) else D))
             plots_.append({"title": f"accuracy against state size: {task}{shape}{budget}",
-                           "name": f"{task}" + (f"-T{T:g}-D{D:g}" if pd.notna(T) and pd.notna(D) else "-mixed" if mix else "") + ("" if pd.isna(base) else f"-{base:g}ep"),
+                           "name": f"{task}" + (f"-T{T:g}-D{D:g}" if pd.notna(T) and pd.notna(D) else "") + ("-mixed" if mix else "") + ("" if pd.isna(base) else f"-{base:g}ep"),
                            "uri": plots.frontier(short, front, title=f"accuracy against state: {task}{shape}{budget}",
                                                  fmt=fmt, long=long)})
             on_front = set(front.run)
@@ -128,5 +155,6 @@ class Frontier(Section):
                        for r in both.sort_values(["series", "state", "long"]).to_dict("records")]
         if not plots_:
             return None
-        plots_ = [p for _, p in sorted(zip(sizes, plots_), key=lambda sp: -sp[0])]  # the most points first (stable)
+        # the most points first, then the most pairs (a mixture's hardest eval segment before its easiest)
+        plots_ = [p for _, p in sorted(zip(sizes, plots_), key=lambda sp: (-sp[0][0], -sp[0][1]))]
         return {"plots": plots_, "table": table, "points": points, "levels": LEVELS, "factor": BUDGET_FACTOR}

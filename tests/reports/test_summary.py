@@ -96,3 +96,45 @@ def test_a_grid_over_both_sides_of_the_state_is_one_line():
     apart = [config(feature_dim=d, value_dim=32) for d in (8, 16)]
     assert state_axis(apart[0]["model"]) == "feature_dim" and len({line_key(c) for c in apart}) == 1
     assert line_key(apart[0]) != line_key(config(feature_dim=8, value_dim=16))
+
+
+def test_a_mixture_s_frontier_reads_each_eval_segment_not_the_overall_accuracy():
+    """Runs trained on mixed D are drawn at each eval segment's (T, D) with that segment's accuracy
+    and floor (the figure a verdict at that D reads), never at the mixture's overall accuracy; the
+    hardest segment's plot comes first."""
+    import pandas as pd
+
+    from evalsuite.reports.sections import ReportData
+    from evalsuite.reports.sections.frontier import Frontier
+
+    segs = [{"seq_len": 32, "num_kv_pairs": 8}, {"seq_len": 64, "num_kv_pairs": 16}]
+
+    def mixed(name, d, seed, at8, at16):
+        config = {"task": {"name": "recall", "seq_len": 64, "num_kv_pairs": 8, "segments": segs, "eval_segments": segs},
+                  "model": {"name": name, "feature_map": "elu1", "d_model": 64, "n_layers": 2, "feature_dim": d,
+                            "value_dim": d},
+                  "train": {"lr": 1e-3, "epochs": 4}, "seed": seed}
+        metrics = {"accuracy": 0.5, "val_accuracy": 0.5, "floor": 0.15, "state_size": 2 * d * d,
+                   "eval_0_accuracy": at8 + 0.01 * seed, "eval_0_floor": 0.21,
+                   "eval_1_accuracy": at16 + 0.01 * seed, "eval_1_floor": 0.11}
+        return RunRecord(run_id=f"{name}-{d}-{seed}", config=config, status="done", metrics=metrics)
+
+    runs = [mixed(name, d, s, min(1.0, 0.3 + d / 40 + bonus), 0.1 + d / 40 + bonus)
+            for name, bonus in (("linear", 0.0), ("delta", 0.2)) for d in (8, 16, 32) for s in (0, 1, 2)]
+    summary = summarize(runs)
+    assert all([s["pairs"] for s in row["eval_segments"]] == [8, 16] for row in summary)
+    section = Frontier().build(ReportData(runs, summary, pd.DataFrame(), None), "png")
+    assert [p["name"] for p in section["plots"]] == ["recall-T64-D16-mixed-4ep", "recall-T32-D8-mixed-4ep"]
+    at16 = {(r["series"], r["state"]): r for r in section["points"] if r["D"] == 16}
+    assert len(at16) == 6 and all(r["floor"] == pytest.approx(0.11) and r["seeds"] == 3 for r in at16.values())
+    delta32 = next(r for (name, _), r in sorted(at16.items(), key=lambda kv: -kv[0][1]) if "delta" in name)
+    assert delta32["accuracy"] == pytest.approx(0.1 + 32 / 40 + 0.2 + 0.01)  # the mean over seeds 0-2 at D=16
+    assert all(r["accuracy"] != 0.5 for r in section["points"])  # the overall figure is drawn nowhere
+    assert "trained on mixed D 8-16" in section["plots"][0]["title"] and "D=16" in section["plots"][0]["title"]
+    # where the report's verdicts read one segment of these runs (the frontier verdicts read D = 16), that one is drawn
+    from evalsuite.records import Verdict, VerdictCell
+
+    cells = [VerdictCell(label=r["model"], metric="eval_1_accuracy", run_ids={0: r["anchor"]}) for r in summary]
+    verdict = Verdict(name="frontier-delta", finding="f", status="inconclusive", cells=cells)
+    section = Frontier().build(ReportData(runs, summary, pd.DataFrame(), None, [verdict]), "png")
+    assert [p["name"] for p in section["plots"]] == ["recall-T64-D16-mixed-4ep"]
