@@ -54,6 +54,8 @@ def test_reproduce_projection_counts_the_evidence_methods_runs(monkeypatch):
     cols = [c.strip() for c in row.split("|")]
     assert cols[2] == f"{len(points)} ({len(points)})" and cols[3] == str(len(cells)) == "2"
     assert cols[4] == f"{learned:,.0f}" and cols[5] == f"{below:,.0f}"
+    top = below + 3 * 12.8 * sum(per_cell) * 1.1 / 60  # every reported seed's 16x rung, from its 4x run's decay
+    assert cols[7] == f"{top / 2:,.0f}"
     # a point another experiment pays for costs nothing here: copy's sweep, paid for by copy itself
     paid = next(line for line in module.project(["copy"], 2, 1, 0.10, paid=["copy"]) if line.startswith("| copy "))
     assert "(0: shared above)" in paid
