@@ -208,8 +208,11 @@ def test_sigterm_records_the_run_as_interrupted(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
     deadline = time.time() + 120
     while time.time() < deadline:  # wait until the run is recorded as running
-        if store_path.exists() and Store(store_path).runs():
-            break
+        try:
+            if store_path.exists() and Store(store_path).runs():
+                break
+        except sqlite3.OperationalError:  # the file made, its tables not yet (the run's process is creating them)
+            pass
         time.sleep(0.2)
     time.sleep(0.5)
     proc.send_signal(signal.SIGTERM)
