@@ -42,7 +42,11 @@ def die_with_parent() -> None:
     """End this worker when the process that started it ends (a driver killed with SIGKILL would
     otherwise leave it training a run the store reads as stale, which a rerun then trains again).
     Linux: the kernel sends SIGKILL (``PR_SET_PDEATHSIG``); elsewhere, and as a backstop, a daemon
-    thread checks every second whether the parent is gone (the worker is then re-parented)."""
+    thread checks every second whether the parent is gone (the worker is then re-parented). The
+    parent is the one that spawned this process (``multiprocessing.parent_process``, known from the
+    start), not the parent at the time of the call: a driver killed while the worker was still
+    importing torch has already handed it to another parent by then, which must not be taken for its own."""
+    import multiprocessing
     import signal
     import threading
     import time
@@ -50,7 +54,8 @@ def die_with_parent() -> None:
     if getattr(die_with_parent, "armed", False):
         return
     die_with_parent.armed = True
-    parent = os.getppid()
+    spawner = multiprocessing.parent_process()  # None outside a multiprocessing child (a Ray worker)
+    parent = spawner.pid if spawner is not None else os.getppid()
     try:
         import ctypes
 

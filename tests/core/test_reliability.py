@@ -402,3 +402,51 @@ def test_an_interruption_before_any_run_started_says_nothing_was_recorded(tmp_pa
     spec.write_text("base: {task: recall, model: linear, preset: tiny}\n")
     res = invoke("sweep", spec, "--store", tmp_path / "x.db")
     assert res.exit_code == 130 and "before any run started; nothing was recorded" in res.output, res.output
+
+
+def _slow_worker(go):  # a worker whose start-up (torch's import, under load) outlasts its driver
+    import time as _time
+
+    from evalsuite.executors.base import die_with_parent
+
+    deadline = _time.monotonic() + 60
+    while not os.path.exists(go) and _time.monotonic() < deadline:
+        _time.sleep(0.05)
+    die_with_parent()
+    _time.sleep(60)
+
+
+DRIVER = """
+import multiprocessing as mp, sys, time
+sys.path.insert(0, {root!r})
+from tests.core.test_reliability import _slow_worker
+if __name__ == "__main__":
+    worker = mp.get_context("spawn").Process(target=_slow_worker, args=({go!r},))
+    worker.start()
+    print(worker.pid, flush=True)
+    time.sleep(120)
+"""
+
+
+@pytest.mark.slow
+def test_a_worker_whose_driver_died_before_it_armed_still_ends(tmp_path):
+    """The driver is killed while its worker is still starting (before ``die_with_parent`` runs):
+    the worker, re-parented by then, still ends once it arms (it compares against the process that
+    spawned it, not its parent at that moment)."""
+    root = str(Path(__file__).resolve().parents[2])
+    go = tmp_path / "go"
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER.format(root=root, go=str(go))], stdout=subprocess.PIPE,
+                              env={**os.environ, "OMP_NUM_THREADS": "1"})
+    pid = int(driver.stdout.readline())
+    os.kill(driver.pid, signal.SIGKILL)
+    driver.wait()
+    time.sleep(1.0)
+    assert _alive(pid), "the worker should outlive its driver until it arms"
+    go.touch()  # now it arms, its driver long gone
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.2)
+    alive = _alive(pid)
+    if alive:
+        os.kill(pid, signal.SIGKILL)
+    assert not alive, "the worker outlived its driver"
