@@ -63,7 +63,9 @@ def line_names(rows: pd.DataFrame) -> dict[str, str]:
     """Line -> its legend name: the model label; where two lines of a plot would share one, the
     width (a line over the width says so) and a layer count other than 2, then a number."""
     first = rows.groupby("line").first()
-    names = dict(first.model)
+    # a line over both sides of the state names neither side's size (its anchor's), but the axis
+    names = {c: (re.sub(r" \(d_k [^,]+, d_v [^)]+\)", "", r.model) + " (over d_k = d_v)"
+                 if r.axis == "feature_dim+value_dim" else r.model) for c, r in first.iterrows()}
     counts = pd.Series(names).value_counts()
     for c, r in first.iterrows():
         if counts[names[c]] > 1:

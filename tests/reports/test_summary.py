@@ -131,6 +131,7 @@ def test_a_mixture_s_frontier_reads_each_eval_segment_not_the_overall_accuracy()
     assert delta32["accuracy"] == pytest.approx(0.1 + 32 / 40 + 0.2 + 0.01)  # the mean over seeds 0-2 at D=16
     assert all(r["accuracy"] != 0.5 for r in section["points"])  # the overall figure is drawn nowhere
     assert "trained on mixed D 8-16" in section["plots"][0]["title"] and "D=16" in section["plots"][0]["title"]
+    assert {r["series"] for r in section["points"]} == {"delta/elu1 (over d_k = d_v)", "linear/elu1 (over d_k = d_v)"}
     # where the report's verdicts read one segment of these runs (the frontier verdicts read D = 16), that one is drawn
     from evalsuite.records import Verdict, VerdictCell
 
