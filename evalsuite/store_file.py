@@ -69,10 +69,25 @@ CREATE TABLE IF NOT EXISTS snapshots (
     data    BLOB NOT NULL,
     PRIMARY KEY (kind, key, step)
 );
+CREATE TABLE IF NOT EXISTS segments (
+    segment_id    INTEGER PRIMARY KEY AUTOINCREMENT,
+    command       TEXT NOT NULL,
+    version       TEXT,
+    git_commit    TEXT,
+    host          TEXT,
+    pid           INTEGER,
+    started_at    REAL NOT NULL,
+    heartbeat     REAL,
+    ended_at      REAL,
+    status        TEXT NOT NULL,
+    limit_minutes REAL
+);
 """
 
 ADDED_COLUMNS = {"pid": "INTEGER", "host": "TEXT", "warnings": "TEXT", "heartbeat": "REAL"}  # since schema 1
-TABLES = {"runs", "steps", "sweeps", "sweep_runs", "probes", "snapshots"}
+TABLES = {"runs", "steps", "sweeps", "sweep_runs", "probes", "snapshots", "segments", "sqlite_sequence"}
+# (segments: added without a schema version, since a store that lacks it reads as having none; an older
+# evalsuite ignores it)
 
 
 class StoreError(UserError):

@@ -33,6 +33,9 @@ from evalsuite.cli.app import main
                    "finished runs say would end past them; a run in flight at the end saves its checkpoint and stops there, "
                    "and the next invocation resumes it. "
                    "A whole reproduction runs in segments of at most two hours (120)")
+@click.option("--segments", "segments_only", is_flag=True,
+              help="list the segments recorded in the store (each invocation that ran something: when, its wall "
+                   "time, how it ended, the runs that finished in it, the command) and their total; runs nothing")
 @click.option("--smoke", is_flag=True,
               help="every sweep point once at a few steps, in its own store (smoke/evalsuite.db beside the default "
                    "one): checks that the experiments run end to end in minutes; its verdicts test the pipeline, "
@@ -43,7 +46,7 @@ from evalsuite.cli.app import main
                    "PNG files in this folder, for a Markdown page such as the README (committed: docs/figures)")
 @common.compact_option
 def reproduce(names, scale, list_only, plan_only, executor, workers, address, device, store_path, threads, group, verdicts_only, output,
-              from_report, rebuild, results_path, segment_minutes, smoke, figures_dir, compact):
+              from_report, rebuild, results_path, segment_minutes, segments_only, smoke, figures_dir, compact):
     """Run the experiments behind docs/FINDINGS.md (all, or NAMES: an experiment or a group such as
     `frontier`) and judge each from the stored results."""
     from evalsuite import reproduce as rep
@@ -58,6 +61,9 @@ def reproduce(names, scale, list_only, plan_only, executor, workers, address, de
             click.echo(f"{e.name}  ({e.source}{group})\n    {e.finding}\n    expected: {cpu}; about "
                        f"{e.minutes['paper']:g} GPU-min at paper scale"
                        + (f"\n    retired (run only when named): {e.retired}" if e.retired else ""))
+        return
+    if segments_only:
+        _segments(store_path, names, plan_only, verdicts_only, from_report, smoke, segment_minutes)
         return
     experiments = rep.select(names)
     if plan_only:
@@ -114,10 +120,15 @@ def reproduce(names, scale, list_only, plan_only, executor, workers, address, de
         get_executor(executor, workers=workers, device=device, address=address, threads=threads, group=group)
         options = dict(store=store, executor=executor, workers=workers, device=device, address=address, threads=threads,
                        group=group, echo=click.echo, deadline=deadline)
-        segment_done = rep.run_experiments(
-            experiments, scale, store, echo=click.echo, deadline=deadline, workers=workers or 1,
-            run=lambda points, name, spec: sweeps.run_points(points, name=name, spec=spec, **options))
-        click.echo(f"segment  {(time.monotonic() - begin) / 60:.1f} min wall"
+        from evalsuite.segments import Segment
+
+        with Segment(store, segment_minutes) as segment:
+            segment_done = rep.run_experiments(
+                experiments, scale, store, echo=click.echo, deadline=deadline, workers=workers or 1,
+                run=lambda points, name, spec: sweeps.run_points(points, name=name, spec=spec, **options))
+            segment.left_work = not segment_done
+        click.echo(f"segment  {segment.segment_id} of this store (`--segments` lists them): "
+                   f"{(time.monotonic() - begin) / 60:.1f} min wall"
                    + ("" if segment_done else "; ended before everything ran: run the same command again to resume"))
     verdicts = rep.verdicts(experiments, store, scale)
     width = max(len(v.name) for v in verdicts) + 1
@@ -148,6 +159,22 @@ def reproduce(names, scale, list_only, plan_only, executor, workers, address, de
         files.write_text(target, text)
         click.echo(f"results  {target}")
     _write_figures(figures, verdicts, per_experiment, store.probes())
+
+
+def _segments(store_path, names, *others) -> None:
+    """``--segments``: the store's segments, one line each, and their total wall time."""
+    if names or any(others):
+        raise common.BadInput("--segments: lists what the store holds; give it only --store")
+    store = common.open_store(store_path, must_exist=True)
+    segments = store.segments()
+    if not segments:
+        click.echo(f"no segment recorded in {store.path} (an invocation that runs something records one)")
+        return
+    for seg in segments:
+        click.echo(seg.line())
+    ended = [s.minutes for s in segments if s.minutes is not None]
+    click.echo(f"total    {len(segments)} segment{'s' * (len(segments) != 1)}, {sum(ended):.0f} min wall"
+               + (" (and one running)" if len(ended) < len(segments) else ""))
 
 
 def _figures_folder(folder: str | None, store_path):

@@ -1,0 +1,117 @@
+"""A long command's segments are recorded in the store (``evalsuite.segments``): how each ended,
+its wall time and the runs that finished in it, read back by `evalsuite reproduce --segments`;
+one killed outright reads as killed at its last heartbeat."""
+import calendar
+import os
+import sqlite3
+import subprocess
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from evalsuite.cli import main
+from evalsuite.errors import Interrupted
+from evalsuite.records import RunRecord, SegmentRecord
+from evalsuite.segments import Segment
+from evalsuite.store import Store
+
+
+def _finished(store: Store, run_id: str, status: str = "done") -> None:
+    store.finish(RunRecord(run_id=run_id, config={"task": {"name": "recall"}, "model": {"name": "linear"}, "seed": 0},
+                           status=status, metrics={"accuracy": 0.5}))
+
+
+@pytest.mark.parametrize("how, status", [("finished", "done"), ("left work", "ended at its limit"),
+                                         ("ctrl-c", "interrupted"), ("sigterm", "interrupted"), ("error", "failed")])
+def test_a_segment_records_how_it_ended(tmp_path, how, status):
+    store = Store(tmp_path / "s.db")
+    raised = {"ctrl-c": KeyboardInterrupt, "sigterm": Interrupted, "error": ValueError}.get(how)
+    try:
+        with Segment(store, 105) as seg:
+            _finished(store, "a")
+            _finished(store, "b", "failed")
+            seg.left_work = how == "left work"
+            if raised:
+                raise raised()
+    except BaseException as exc:  # noqa: BLE001 - what the segment let through
+        assert raised and isinstance(exc, raised)
+    (rec,) = store.segments()
+    assert rec.status == status and rec.limit_minutes == 105 and rec.ended_at >= rec.started_at
+    assert rec.runs == {"done": 1, "failed": 1} and rec.command.startswith("evalsuite ")
+
+
+def test_a_killed_segment_reads_as_killed_at_its_last_heartbeat(tmp_path):
+    store = Store(tmp_path / "s.db")
+    sid = store.start_segment("evalsuite reproduce jrt", 60, "0.1.0", "abc")
+    _finished(store, "a")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    beat = time.time()
+    with sqlite3.connect(store.path) as conn:  # its process gone, its last beat after the run finished
+        conn.execute("UPDATE segments SET pid = ?, heartbeat = ? WHERE segment_id = ?", (dead.pid, beat, sid))
+    (rec,) = store.segments()
+    assert rec.status == "killed" and rec.ended_at == pytest.approx(beat)
+    assert rec.runs == {"done": 1}  # it finished before the last beat
+    # a live one (this process, beating now) is running, no end yet
+    store.start_segment("evalsuite reproduce", None, "0.1.0", None)
+    assert store.segments()[1].status == "running" and store.segments()[1].ended_at is None
+
+
+def test_a_segment_line_says_when_how_long_how_it_ended_and_what_ran():
+    start = calendar.timegm((2026, 12, 7, 0, 0, 0))
+    rec = SegmentRecord(segment_id=3, command="evalsuite reproduce jrt --segment-minutes 105", version="0.1.0",
+                        git_commit="abc123", host="vm", started_at=start + 16 * 3600, ended_at=start + 17.75 * 3600,
+                        status="ended at its limit", limit_minutes=105, runs={"done": 30, "failed": 2})
+    assert rec.line() == ("segment 3: 2026-12-07 16:00-17:45 UTC, 105 min wall, ended at its limit (limit 105 min), "
+                          "32 runs finished (30 done, 2 failed); evalsuite 0.1.0 (commit abc123), on vm: "
+                          "evalsuite reproduce jrt --segment-minutes 105")
+
+
+def test_reproduce_segments_lists_them_and_their_total(tmp_path):
+    store = Store(tmp_path / "s.db")
+    runner = CliRunner()
+    _finished(store, "x")
+    res = runner.invoke(main, ["reproduce", "--segments", "--store", str(store.path)])
+    assert res.exit_code == 0 and "no segment recorded" in res.output
+    for limit in (30, None):
+        with Segment(store, limit):
+            pass
+    res = runner.invoke(main, ["reproduce", "--segments", "--store", str(store.path)])
+    assert res.exit_code == 0, res.output
+    lines = res.output.strip().splitlines()
+    assert [ln.split(":")[0] for ln in lines[:2]] == ["segment 1", "segment 2"] and "done (limit 30 min)" in lines[0]
+    assert lines[2].startswith("total    2 segments, 0 min wall")
+    bad = runner.invoke(main, ["reproduce", "jrt", "--segments", "--store", str(store.path)])
+    assert bad.exit_code == 2 and "Error: --segments" in bad.output
+    missing = runner.invoke(main, ["reproduce", "--segments", "--store", str(tmp_path / "none.db")])
+    assert missing.exit_code == 2 and not (tmp_path / "none.db").exists()
+
+
+def test_a_store_from_before_segments_has_none_and_stays_readable(tmp_path):
+    store = Store(tmp_path / "s.db")
+    _finished(store, "x")
+    with sqlite3.connect(store.path) as conn:
+        conn.execute("DROP TABLE segments")
+    assert store.segments() == [] and [r.run_id for r in store.runs()] == ["x"]
+    assert os.path.exists(store.path)
+
+
+def test_reproduce_records_its_invocation_as_a_segment(tmp_path, monkeypatch):
+    """The command itself records it: here its experiments' runs are replaced by one that finishes a
+    run and leaves work (the segment's limit reached)."""
+    from evalsuite import reproduce as rep
+
+    store = Store(tmp_path / "s.db")
+
+    def run_experiments(experiments, scale, store_, **kwargs):
+        _finished(store_, "r1")
+        return False  # work left
+
+    monkeypatch.setattr(rep, "run_experiments", run_experiments)
+    res = CliRunner().invoke(main, ["reproduce", "copy", "--segment-minutes", "5", "--store", str(store.path),
+                                    "--device", "cpu", "-o", str(tmp_path / "r.html")])
+    assert res.exit_code == 0, res.output
+    assert "segment  1 of this store" in res.output and "run the same command again to resume" in res.output
+    (rec,) = store.segments()
+    assert rec.status == "ended at its limit" and rec.limit_minutes == 5 and rec.runs == {"done": 1}
