@@ -5,8 +5,12 @@
   seed both report and on average by more than the margin plus both seed spreads; it is
   contradicted when, at each such rung, A is above B by no more than the margin on every seed.
   Neither cell needs to be settled (an ordering can hold at every budget while both still move),
-  but both need a complete rate sweep and their seeds (a rate not tried could reverse it). A cell
-  settled at the ceiling stands for its figure at the rungs it did not need.
+  but both need a complete rate sweep, their seeds (a rate not tried could reverse it) and every
+  run the escalation adds to them unasked (``next_changes`` without climbing: the first rung on
+  every seed of a cell below the ceiling): an ordering is not decided at the base budget while the
+  4x rung that could reverse it is still to run (a base budget that ends on MQAR's plateau measures
+  when a cell jumps, not whether it is above). A cell settled at the ceiling stands for its figure
+  at the rungs it did not need.
 - **Speed claims** ("A learns faster than B", ``faster``): steps to a validation level, per seed,
   with a run that never reached it censored at its budget, and a run stored without its curve read
   from how it stopped where that says it (``steps_to``).
@@ -84,8 +88,12 @@ def reaches_far(cell: Cell, level: float) -> bool | None:
 
 def ordered(a: Cell, b: Cell, margin: float = MARGIN) -> bool | None:
     """``a`` above ``b`` (module docstring): True, False (contradicted) or None (undecided)."""
+    from .escalation import next_changes
+
     if not (a.present and b.present) or a.incomplete() or b.incomplete():
         return None
+    if next_changes(a, climb=False) or next_changes(b, climb=False):
+        return None  # a rung the runner adds anyway is still to come
     verdicts = []
     for k in range(len(LADDER)):
         fa, fb = figures_at(a, k), figures_at(b, k)

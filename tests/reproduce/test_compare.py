@@ -13,14 +13,16 @@ def of(model, acc, **kw):
 
 
 @pytest.mark.parametrize("a, b, expected", [
-    (dict(acc=0.9, long=False), dict(acc=0.3, gain=0.0), True),                    # above at the base and at 4x
+    (dict(acc=0.9, gain=0.0), dict(acc=0.3, gain=0.0), True),                      # above at the base and at 4x
+    (dict(acc=0.9, long=False), dict(acc=0.3, gain=0.0), None),                    # a's 4x rung, always run, is to come
+    (dict(acc=0.3, long=False), dict(acc=0.5, gain=0.0), None),                    # below at the base: its 4x may jump
     (dict(acc=0.99), dict(acc=0.3, gain=0.3), True),                               # a ceiling cell stands for 4x too
     (dict(acc=0.5, gain=0.0), dict(acc=0.5, gain=0.0), False),                     # level at every rung
     (dict(acc=0.4, gain=0.0), dict(acc=0.6, gain=0.0), False),                     # reversed at every rung
     (dict(acc=0.99), dict(acc=0.3, gain=0.69), None),                              # the gap closes at 4x: when, not whether
-    (dict(acc=0.9, long=False, seed_accs=[0.9, 0.9, 0.32]), dict(acc=0.3, gain=0.0), None),  # a seed within the margin
+    (dict(acc=0.9, seed_accs=[0.9, 0.9, 0.32]), dict(acc=0.3, gain=0.0), None),  # a seed within the margin
     (dict(acc=0.9, long=False, settled=False), dict(acc=0.3, gain=0.0), None),     # one rate, one seed: no ordering
-], ids=["above", "ceiling-carries", "level", "reversed", "closes-with-budget", "a-seed-within-margin", "incomplete"])
+], ids=["above", "4x-to-come", "below-with-4x-to-come", "ceiling-carries", "level", "reversed", "closes-with-budget", "a-seed-within-margin", "incomplete"])
 def test_an_ordering_at_every_rung_both_reached(a, b, expected):
     assert ordered(of("softmax", **a), of("linear", **b)) is expected
 
