@@ -152,48 +152,6 @@ def _check_metric(name: str, value: Any) -> Any:
     return value
 
 
-class SegmentRecord(BaseModel):
-    """One invocation of a long command (``evalsuite reproduce``) against a store: when it ran, how
-    it ended, what it was. ``status``: running, done (nothing left to run), ended at its limit
-    (``--segment-minutes``), interrupted (Ctrl-C, SIGTERM), failed, or killed: it stopped beating
-    without recording an end (SIGKILL, a machine gone), its end then being its last heartbeat.
-    ``runs``: the store's runs that finished while it ran, by status (another driver's included)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    segment_id: int
-    command: str
-    version: str | None = None
-    git_commit: str | None = None
-    host: str | None = None
-    started_at: float
-    ended_at: float | None = None  # None while running
-    status: str
-    limit_minutes: float | None = None
-    runs: dict[str, int] = Field(default_factory=dict)
-
-    @property
-    def minutes(self) -> float | None:
-        return None if self.ended_at is None else (self.ended_at - self.started_at) / 60
-
-    def line(self) -> str:
-        """``segment 3: 2026-12-07 16:00-17:45 UTC, 105 min wall, ended at its limit (105 min), 32 runs
-        finished (30 done, 2 failed); evalsuite 0.1.0 (commit abc), on vm: evalsuite reproduce ...``"""
-        import time as _time
-
-        day = _time.strftime("%Y-%m-%d %H:%M", _time.gmtime(self.started_at))
-        end = "now" if self.ended_at is None else _time.strftime(
-            "%H:%M" if _time.gmtime(self.ended_at)[:3] == _time.gmtime(self.started_at)[:3] else "%Y-%m-%d %H:%M",
-            _time.gmtime(self.ended_at))
-        wall = "" if self.minutes is None else f", {self.minutes:.0f} min wall"
-        limit = f" (limit {self.limit_minutes:g} min)" if self.limit_minutes else ""
-        n = sum(self.runs.values())
-        runs = f", {n} run{'s' * (n != 1)} finished" + (f" ({', '.join(f'{c} {s}' for s, c in sorted(self.runs.items()))})" if n else "")
-        made = f"evalsuite {self.version}" + (f" (commit {self.git_commit})" if self.git_commit else "")
-        return (f"segment {self.segment_id}: {day}-{end} UTC{wall}, {self.status}{limit}{runs}; {made}"
-                + (f", on {self.host}" if self.host else "") + f": {self.command}")
-
-
 class RunRecord(BaseModel):
     """One run: what was asked (``config``), how it ended, what it measured, what it ran on."""
 

@@ -28,7 +28,7 @@ import pandas as pd
 from evalsuite import weights
 from evalsuite.files import atomic_write
 from evalsuite.weights import WeightsError, sha256_of  # noqa: F401 - re-exported
-from evalsuite.records import RunRecord, SegmentRecord, Status
+from evalsuite.records import RunRecord, Status
 from evalsuite.store_file import SCHEMA, StoreError, check_path, dumps, finite_or_none, migrate, read_only
 
 # a probe row is identified by every setting that can change it: a later probe with other settings
@@ -126,45 +126,6 @@ class Store:
                 known = ", ".join(s["sweep_id"] + " (" + s["name"] + ")" for s in self.sweeps()) or "none"
                 raise KeyError(f"sweep {sweep_id!r} matches {len(ids)} sweeps in {self.path}; known: {known}")
             return ids[0], [r[0] for r in conn.execute("SELECT run_id FROM sweep_runs WHERE sweep_id = ?", (ids[0],))]
-
-    def start_segment(self, command: str, limit_minutes: float | None, version: str | None,
-                      git_commit: str | None) -> int:
-        """Record that a segment (one invocation of a long command) starts now under this process."""
-        now = time.time()
-        with self.connect() as conn:
-            return conn.execute("INSERT INTO segments (command, version, git_commit, host, pid, started_at, heartbeat, "
-                                "status, limit_minutes) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)",
-                                (command, version, git_commit, HOST, os.getpid(), now, now, limit_minutes)).lastrowid
-
-    def beat_segment(self, segment_id: int) -> None:
-        with self.connect() as conn:
-            conn.execute("UPDATE segments SET heartbeat = ? WHERE segment_id = ?", (time.time(), segment_id))
-
-    def end_segment(self, segment_id: int, status: str) -> None:
-        with self.connect() as conn:
-            conn.execute("UPDATE segments SET status = ?, ended_at = ?, heartbeat = ? WHERE segment_id = ?",
-                         (status, time.time(), time.time(), segment_id))
-
-    def segments(self) -> list[SegmentRecord]:
-        """Every segment recorded, oldest first; one that stopped beating without an end reads as
-        killed, ended at its last heartbeat (as a run's claim reads stale)."""
-        if not self.path.exists():
-            return []
-        with self.connect(create=False) as conn:
-            if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'segments'").fetchone():
-                return []
-            out = []
-            for row in map(dict, _rows(conn, "SELECT * FROM segments ORDER BY segment_id")):
-                end, status = row["ended_at"], row["status"]
-                if status == "running" and not process_alive(row["pid"], row["host"], row["heartbeat"]):
-                    end, status = row["heartbeat"], "killed"
-                counts = conn.execute("SELECT status, COUNT(*) FROM runs WHERE finished_at >= ? AND finished_at <= ? "
-                                      "GROUP BY status", (row["started_at"], end or time.time())).fetchall()
-                out.append(SegmentRecord(segment_id=row["segment_id"], command=row["command"], version=row["version"],
-                                         git_commit=row["git_commit"], host=row["host"], started_at=row["started_at"],
-                                         ended_at=end, status=status, limit_minutes=row["limit_minutes"],
-                                         runs=dict(counts)))
-            return out
 
     def add_probes(self, df: pd.DataFrame) -> None:
         """Capacity-probe rows (``evalsuite.analysis.capacity_probe``); a row with the same settings

@@ -165,8 +165,10 @@ def _segments(store_path, names, *others) -> None:
     """``--segments``: the store's segments, one line each, and their total wall time."""
     if names or any(others):
         raise common.BadInput("--segments: lists what the store holds; give it only --store")
+    from evalsuite import segments as recorded
+
     store = common.open_store(store_path, must_exist=True)
-    segments = store.segments()
+    segments = recorded.read(store)
     if not segments:
         click.echo(f"no segment recorded in {store.path} (an invocation that runs something records one)")
         return

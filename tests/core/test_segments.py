@@ -12,8 +12,9 @@ from click.testing import CliRunner
 
 from evalsuite.cli import main
 from evalsuite.errors import Interrupted
-from evalsuite.records import RunRecord, SegmentRecord
-from evalsuite.segments import Segment
+from evalsuite import segments
+from evalsuite.records import RunRecord
+from evalsuite.segments import Segment, SegmentRecord
 from evalsuite.store import Store
 
 
@@ -36,26 +37,26 @@ def test_a_segment_records_how_it_ended(tmp_path, how, status):
                 raise raised()
     except BaseException as exc:  # noqa: BLE001 - what the segment let through
         assert raised and isinstance(exc, raised)
-    (rec,) = store.segments()
+    (rec,) = segments.read(store)
     assert rec.status == status and rec.limit_minutes == 105 and rec.ended_at >= rec.started_at
     assert rec.runs == {"done": 1, "failed": 1} and rec.command.startswith("evalsuite ")
 
 
 def test_a_killed_segment_reads_as_killed_at_its_last_heartbeat(tmp_path):
     store = Store(tmp_path / "s.db")
-    sid = store.start_segment("evalsuite reproduce jrt", 60, "0.1.0", "abc")
+    sid = segments.start(store, "evalsuite reproduce jrt", 60, "0.1.0", "abc")
     _finished(store, "a")
     dead = subprocess.Popen(["true"])
     dead.wait()
     beat = time.time()
     with sqlite3.connect(store.path) as conn:  # its process gone, its last beat after the run finished
         conn.execute("UPDATE segments SET pid = ?, heartbeat = ? WHERE segment_id = ?", (dead.pid, beat, sid))
-    (rec,) = store.segments()
+    (rec,) = segments.read(store)
     assert rec.status == "killed" and rec.ended_at == pytest.approx(beat)
     assert rec.runs == {"done": 1}  # it finished before the last beat
     # a live one (this process, beating now) is running, no end yet
-    store.start_segment("evalsuite reproduce", None, "0.1.0", None)
-    assert store.segments()[1].status == "running" and store.segments()[1].ended_at is None
+    segments.start(store, "evalsuite reproduce", None, "0.1.0", None)
+    assert segments.read(store)[1].status == "running" and segments.read(store)[1].ended_at is None
 
 
 def test_a_segment_line_says_when_how_long_how_it_ended_and_what_ran():
@@ -93,7 +94,7 @@ def test_a_store_from_before_segments_has_none_and_stays_readable(tmp_path):
     _finished(store, "x")
     with sqlite3.connect(store.path) as conn:
         conn.execute("DROP TABLE segments")
-    assert store.segments() == [] and [r.run_id for r in store.runs()] == ["x"]
+    assert segments.read(store) == [] and [r.run_id for r in store.runs()] == ["x"]
     assert os.path.exists(store.path)
 
 
@@ -113,5 +114,5 @@ def test_reproduce_records_its_invocation_as_a_segment(tmp_path, monkeypatch):
                                     "--device", "cpu", "-o", str(tmp_path / "r.html")])
     assert res.exit_code == 0, res.output
     assert "segment  1 of this store" in res.output and "run the same command again to resume" in res.output
-    (rec,) = store.segments()
+    (rec,) = segments.read(store)
     assert rec.status == "ended at its limit" and rec.limit_minutes == 5 and rec.runs == {"done": 1}
