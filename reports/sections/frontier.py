@@ -79,9 +79,8 @@ def segments_read(verdicts) -> dict[str, set[int]]:
     read: dict[str, set[int]] = {}
     for v in verdicts:
         for c in v.cells:
-            m = re.fullmatch(r"eval_(\d+)_accuracy", c.metric)
-            for run_id in (*c.run_ids.values(), *c.long_run_ids.values()):
-                if m:
+            if m := re.fullmatch(r"eval_(\d+)_accuracy", c.metric):
+                for run_id in (*c.run_ids.values(), *c.long_run_ids.values()):
                     read.setdefault(run_id, set()).add(int(m.group(1)))
     return read
 
