@@ -13,7 +13,7 @@ of the base's steps are not run again, so 3.2x a base run each). Two figures per
 the cost: **learned** (every cell reaches the ceiling: no rung) and **below** (every cell stays
 below it: every 4x rung). Not counted in these two: the 16x rung, which only cells a clause depends on climb
 and which adds 12.8x a base run per reported seed to each; plateau stops (rungs above the base end
-early once flat above 0.5); early stops at the target; rate grids grown past an edge; a runner-up
+early once flat at the ceiling, 0.95); early stops at the target; rate grids grown past an edge; a runner-up
 rate within 0.01 (it climbs too); seeds added where seeds disagree (up to 5); validation and test
 passes (``--overhead`` adds a share for them, 10% by default). A third figure, **16x**, adds the
 16x rung on every reported seed of every cell (an upper bound: only cells a clause depends on that

@@ -25,7 +25,7 @@ from typing import Any
 from evalsuite import selection
 from evalsuite.records import RunRecord, floor_of
 
-from evalsuite.protocol import CEILING, LADDER, LEARNED_FRACTION, MAX_SEEDS, MIN_SEEDS, settled
+from evalsuite.protocol import CEILING, LADDER, LEARNED_FRACTION, MAX_SEEDS, MIN_SEEDS, cut_short, settled
 
 from .ladder import Ladder
 
@@ -71,8 +71,10 @@ class Cell(Ladder):
     @classmethod
     def of(cls, runs: list[RunRecord], label: str, where: dict[str, Any], metric: str = "accuracy") -> "Cell":
         """The done runs of ``runs`` whose configuration has every dotted path of ``where`` at its
-        value (None: absent, as a late field at its default is stored)."""
-        return cls(label, dict(where), [r for r in runs if r.ok and matches(r, where)], metric)
+        value (None: absent, as a late field at its default is stored), less those an older plateau
+        rule cut short (``protocol.cut_short``: their rung runs again)."""
+        return cls(label, dict(where), [r for r in runs if r.ok and matches(r, where) and not cut_short(r.metrics)],
+                   metric)
 
     # --- budgets, rates, seeds ----------------------------------------------------------------
     @property

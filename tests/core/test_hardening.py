@@ -211,7 +211,7 @@ def test_sigterm_records_the_run_as_interrupted(tmp_path):
         try:
             if store_path.exists() and Store(store_path).runs():
                 break
-        except sqlite3.OperationalError:  # the file made, its tables not yet (the run's process is creating them)
+        except (sqlite3.OperationalError, StoreError):  # the file made (perhaps still empty), its tables not yet
             pass
         time.sleep(0.2)
     time.sleep(0.5)

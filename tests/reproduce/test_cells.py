@@ -206,3 +206,40 @@ def test_the_frontier_reads_reaching_as_every_capability_clause_does(case, kw, r
 
     c = Cell.of(cell("delta", **kw), "x", {"model.name": "delta"})
     assert frontier.reaches(c, 0.9) is reached is reaches(c, 0.9), case
+
+
+@pytest.mark.parametrize("case, stop, val, counts", [
+    ("16x stopped on a plateau at 0.55 (the rule before issue 62)", "plateau", 0.55, False),
+    ("16x stopped on a plateau at 0.96 (the rule as it stands)", "plateau", 0.96, True),
+    ("16x spent its budget at 0.55", "budget", 0.55, True),
+])
+def test_a_rung_run_an_older_plateau_rule_cut_short_does_not_count_and_runs_again(case, stop, val, counts):
+    """A rung stopped on a plateau below ``PLATEAU_ABOVE`` (0.5 was the level before issue 62, and
+    MQAR models sit near 0.55 before a jump) measured the rung only up to its stop: the cell leaves
+    it out, its seed lacks the rung, and the escalation runs it again under the rule as it stands."""
+    runs = cell("linear", 0.3, seed_accs=[0.3, 0.3, 0.3], gain=0.25, gain16=0.0)  # moved at 4x: 16x decides
+    cut = next(r for r in runs if r.seed == 2 and r.config["train"]["epochs"] == 48.0)
+    cut.metrics.update(stopped=stop, val_accuracy=val)
+    c = Cell.of(runs, "x", {"model.name": "linear"})
+    assert (cut in c.runs) is counts, case
+    assert c.top_rung == (2 if counts else 1), case
+    again = next_changes(c, climb=True)
+    assert again == ([] if counts else [{"seed": 2, "lr": BEST, "epochs": 48.0, "rung": 2}]), case
+
+
+def test_a_rung_stops_on_a_plateau_only_at_the_ceiling():
+    """A rung's plateau stop needs the ceiling (where the protocol asks for no longer budget), so no
+    stop ends a run on MQAR's mid plateau; escalation writes that level into the rung's config."""
+    from evalsuite.protocol import CEILING, PLATEAU_ABOVE, cut_short
+    assert PLATEAU_ABOVE == CEILING
+    assert cut_short({"stopped": "plateau", "val_accuracy": PLATEAU_ABOVE - 1e-3})
+    assert not cut_short({"stopped": "plateau", "val_accuracy": PLATEAU_ABOVE})
+    assert not cut_short({"stopped": "budget", "val_accuracy": 0.1}) and not cut_short({})
+    config = resolve("recall", "linear", preset="tiny", overrides={"train.lr": 0.003})
+    runs = [RunRecord(run_id=f"r{s}{lr}", config={**config.as_dict(), "seed": s, "train": {**config.as_dict()["train"],
+                                                                                          "lr": lr}},
+                      status="done", metrics={"accuracy": 0.3, "val_accuracy": 0.3 + (lr == 0.003) * 0.01,
+                                              "context_chance": 1 / 8, "budget_steps": 1000})
+            for s in range(4) for lr in ((0.001, 0.003, 0.01) if s == 0 else (0.003,))]
+    up = next_configs(Cell.of(runs, "x", {"model.name": "linear"}))
+    assert len(up) == 3 and all(c.train.plateau_above == PLATEAU_ABOVE and c.train.plateau_window for c in up)
