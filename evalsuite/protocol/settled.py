@@ -59,7 +59,8 @@ def climb(cell) -> tuple[int | None, list[str]]:
         missing = [s for s in cell.seeds if s not in {r.seed for r in cell.rung_runs(k)}]
         if missing or len(tried) < len(cell.long_rates):
             return None, moved + [f"needs {factor}x reruns at lr {rates} on every seed"
-                                  + (f" (seed {', '.join(map(str, missing))} has none)" if missing else "")]
+                                  + (f" (seed {', '.join(map(str, missing))} has none)" if missing else "")
+                                  + _cut_note(cell, k, missing)]
         if _at_ceiling(cell, k):
             return k, []  # this rung takes every seed to the ceiling: final there
         gains = cell.gains_at(k)
@@ -81,6 +82,17 @@ def climb(cell) -> tuple[int | None, list[str]]:
             return None, lack  # the last rung moved it: no rung left
         moved = lack
     return None, moved
+
+
+def _cut_note(cell, k: int, missing: list[int]) -> str:
+    """Where a missing seed's rung run was stopped by an older, lower plateau rule (``cut_short``)."""
+    epochs = cell.rung_epochs(k)
+    cut = sorted({r.seed for r in getattr(cell, "cut", []) if r.seed in missing
+                  and abs(r.config["train"]["epochs"] - epochs) < 1e-9})
+    if not cut:
+        return ""
+    return (f"; seed {', '.join(map(str, cut))} ran it, but a plateau stop below the ceiling (an older rule) "
+            f"cut the run short: it runs again")
 
 
 def unsettled(cell) -> list[str]:

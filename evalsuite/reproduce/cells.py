@@ -67,14 +67,16 @@ class Cell(Ladder):
     where: dict[str, Any]
     runs: list[RunRecord] = field(default_factory=list)  # done runs of this configuration
     metric: str = "accuracy"  # what the figure, 4x gains and ceiling read (eval_1_accuracy: a longer test length)
+    cut: list[RunRecord] = field(default_factory=list)  # rung runs an older plateau rule cut short (left out of runs)
 
     @classmethod
     def of(cls, runs: list[RunRecord], label: str, where: dict[str, Any], metric: str = "accuracy") -> "Cell":
         """The done runs of ``runs`` whose configuration has every dotted path of ``where`` at its
         value (None: absent, as a late field at its default is stored), less those an older plateau
         rule cut short (``protocol.cut_short``: their rung runs again)."""
-        return cls(label, dict(where), [r for r in runs if r.ok and matches(r, where) and not cut_short(r.metrics)],
-                   metric)
+        mine = [r for r in runs if r.ok and matches(r, where)]
+        return cls(label, dict(where), [r for r in mine if not cut_short(r.metrics)], metric,
+                   [r for r in mine if cut_short(r.metrics)])
 
     # --- budgets, rates, seeds ----------------------------------------------------------------
     @property

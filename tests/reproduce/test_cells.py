@@ -225,6 +225,7 @@ def test_a_rung_run_an_older_plateau_rule_cut_short_does_not_count_and_runs_agai
     assert c.top_rung == (2 if counts else 1), case
     again = next_changes(c, climb=True)
     assert again == ([] if counts else [{"seed": 2, "lr": BEST, "epochs": 48.0, "rung": 2}]), case
+    assert ("seed 2 ran it, but a plateau stop below the ceiling" in " ".join(c.unsettled())) is not counts, case
 
 
 def test_a_rung_stops_on_a_plateau_only_at_the_ceiling():
