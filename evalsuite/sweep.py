@@ -262,7 +262,7 @@ ESTIMATE_MARGIN = 1.15
 # training settings that change a run's time only through its step count, or not at all (a 4x rerun
 # fixes its warm-up steps where the base run had a fraction: the same time per step)
 _UNTIMED = ("lr", "epochs", "warmup_steps", "warmup_frac", "decay_frac", "schedule", "patience", "target_accuracy",
-            "weight_decay", "grad_clip", "plateau_window", "plateau_gain", "plateau_above")
+            "weight_decay", "grad_clip", "plateau_window", "plateau_gain", "plateau_above", "plateau_after")
 
 
 def _budget_key(config: dict) -> str:

@@ -240,8 +240,12 @@ def test_expected_seconds_reads_the_configurations_finished_runs(tmp_path, store
     _timed(store, soft[0], seed=92, wall=20.0, steps=100, budget=100)
     configs = [p.config.as_dict() for p in points]
     epochs = configs[0]["train"]["epochs"]
-    # a 4x rerun: four times the epochs, its warm-up fixed in steps (the same time per step)
-    longer = {**configs[0], "train": {**configs[0]["train"], "epochs": 4 * epochs, "warmup_steps": 250}}
+    # a 4x rerun as escalation writes it: four times the epochs, its warm-up fixed in steps, a plateau
+    # stop past the base budget (the same time per step; the 16x rung had no estimate while
+    # plateau_after counted as a different configuration)
+    longer = {**configs[0], "train": {**configs[0]["train"], "epochs": 4 * epochs, "warmup_steps": 250,
+                                      "plateau_window": 5, "plateau_gain": 0.005, "plateau_above": 0.95,
+                                      "plateau_after": 100}}
     got = sweeps.expected_seconds(store, [configs[0], longer] + [c for c in configs if c["model"]["name"] != "softmax"])
     per_epoch = 100 / epochs
     assert got[0] == pytest.approx(sweeps.ESTIMATE_MARGIN * 0.2 * per_epoch * epochs)  # median of 0.1, 0.6, 0.2
