@@ -22,6 +22,8 @@ from typing import Any, Callable
 
 from pydantic import PrivateAttr, BaseModel, ConfigDict, Field, field_validator
 
+from evalsuite.protocol import cut_short
+
 TARGET_ACCURACY = 0.99  # Zoology's early-stopping target; the default of train.target_accuracy
 SELECT_RATE_BY = "val_accuracy"  # the learning rate of a configuration is chosen by this, never by test
 
@@ -304,7 +306,9 @@ def convergence_note(metrics: dict) -> str:
         return f"reached the target validation accuracy at step {metrics.get('best_step')}"
     if stopped == "plateau":
         return (f"stopped on a plateau: no validation gain of 0.005 over its window (best at step "
-                f"{metrics.get('best_step')})")
+                f"{metrics.get('best_step')})" + ("; below the ceiling, where the plateau rule no longer stops a "
+                                                  "run: cut short, so `reproduce` reads it as no rung and runs it "
+                                                  "again" if cut_short(metrics) else ""))
     if stopped == "patience":
         return f"stopped early: validation accuracy stopped improving (best at step {metrics.get('best_step')})"
     if metrics.get("undertrained"):

@@ -244,3 +244,10 @@ def test_a_rung_stops_on_a_plateau_only_at_the_ceiling():
             for s in range(4) for lr in ((0.001, 0.003, 0.01) if s == 0 else (0.003,))]
     up = next_configs(Cell.of(runs, "x", {"model.name": "linear"}))
     assert len(up) == 3 and all(c.train.plateau_above == PLATEAU_ABOVE and c.train.plateau_window for c in up)
+
+
+def test_a_cut_short_run_says_so_where_its_ending_is_shown():
+    from evalsuite.records import convergence_note
+    cut = convergence_note({"stopped": "plateau", "val_accuracy": 0.55, "best_step": 900})
+    kept = convergence_note({"stopped": "plateau", "val_accuracy": 0.97, "best_step": 900})
+    assert "cut short" in cut and "runs it again" in cut and "cut short" not in kept
