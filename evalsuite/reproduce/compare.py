@@ -9,8 +9,10 @@
   run the escalation adds to them unasked (``next_changes`` without climbing: the first rung on
   every seed of a cell below the ceiling): an ordering is not decided at the base budget while the
   4x rung that could reverse it is still to run (a base budget that ends on MQAR's plateau measures
-  when a cell jumps, not whether it is above). A cell settled at the ceiling stands for its figure
-  at the rungs it did not need.
+  when a cell jumps, not whether it is above). Nor is it decided while the cell behind still rose at
+  the last rung both reached (by ``MAX_GAIN`` or more on a seed) by enough that as much again would
+  close the gap (``closing``): that cell climbs on, and at the top of the ladder the ordering stays
+  undecided. A cell settled at the ceiling stands for its figure at the rungs it did not need.
 - **Speed claims** ("A learns faster than B", ``faster``): steps to a validation level, per seed,
   with a run that never reached it censored at its budget, and a run stored without its curve read
   from how it stopped where that says it (``steps_to``).
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import math
 
-from evalsuite.protocol import CEILING, LADDER, MARGIN, MIN_SEEDS, seeds_above
+from evalsuite.protocol import CEILING, LADDER, MARGIN, MAX_GAIN, MIN_SEEDS, seeds_above
 from evalsuite.records import TARGET_ACCURACY
 
 from .cells import Cell
@@ -94,16 +96,44 @@ def ordered(a: Cell, b: Cell, margin: float = MARGIN) -> bool | None:
         return None
     if next_changes(a, climb=False) or next_changes(b, climb=False):
         return None  # a rung the runner adds anyway is still to come
-    verdicts = []
+    verdicts, last = [], None
     for k in range(len(LADDER)):
         fa, fb = figures_at(a, k), figures_at(b, k)
         if fa is None or fb is None:
             continue
         if len(set(fa) & set(fb)) >= MIN_SEEDS:
             verdicts.append(seeds_above(fa, fb, margin))
+            last = (k, fa, fb)
     if not verdicts:
         return None
-    return True if all(v is True for v in verdicts) else False if all(v is False for v in verdicts) else None
+    outcome = True if all(v is True for v in verdicts) else False if all(v is False for v in verdicts) else None
+    if outcome is not None and closing(a, b, *last, above=outcome, margin=margin):
+        return None  # the cell behind still rose at the last rung by enough to close the gap at the next
+    return outcome
+
+
+def rises(cell: Cell, k: int) -> dict[int, float]:
+    """Seed -> how much the cell rose at rung ``k`` over the rung below, where that is ``MAX_GAIN``
+    or more (the protocol's "still moving"); empty at the base, or where the cell's figure at ``k``
+    is its ceiling figure standing in."""
+    if k == 0 or not cell.on_every_seed(k):
+        return {}
+    return {s: g for s, g in cell.gains_at(k).items() if g >= MAX_GAIN}
+
+
+def closing(a: Cell, b: Cell, k: int, fa: dict, fb: dict, *, above: bool, margin: float = MARGIN) -> bool:
+    """Whether an ordering decided through rung ``k`` (its last) could still turn at the next: the
+    cell behind (``b`` where ``a`` is above, ``a`` where it is not) rose there by ``MAX_GAIN`` or
+    more on some seed, and as much again would take it past the margin. MQAR models plateau and then
+    jump at a seed's own time: a gap read while the cell behind is still climbing measures when it
+    catches up, not whether."""
+    behind = b if above else a
+    up = rises(behind, k)
+    for s in set(fa) & set(fb) & set(up):
+        gap = fa[s] - fb[s]
+        if (gap - up[s] <= margin) if above else (gap + up[s] > margin):
+            return True
+    return False
 
 
 def steps_to(run, level: float) -> tuple[int, bool] | None:

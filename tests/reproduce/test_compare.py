@@ -22,7 +22,11 @@ def of(model, acc, **kw):
     (dict(acc=0.99), dict(acc=0.3, gain=0.69), None),                              # the gap closes at 4x: when, not whether
     (dict(acc=0.9, seed_accs=[0.9, 0.9, 0.32]), dict(acc=0.3, gain=0.0), None),  # a seed within the margin
     (dict(acc=0.9, long=False, settled=False), dict(acc=0.3, gain=0.0), None),     # one rate, one seed: no ordering
-], ids=["above", "4x-to-come", "below-with-4x-to-come", "ceiling-carries", "level", "reversed", "closes-with-budget", "a-seed-within-margin", "incomplete"])
+    (dict(acc=0.99), dict(acc=0.3, gain=0.4), None),                               # behind by 0.29 at 4x, rose 0.4 there
+    (dict(acc=0.3, gain=0.25), dict(acc=0.6, gain=0.0), None),                     # not above, but a rose 0.25 at 4x
+    (dict(acc=0.99), dict(acc=0.3, gain=0.06), True),                              # rose 0.06: still far behind
+], ids=["above", "4x-to-come", "below-with-4x-to-come", "ceiling-carries", "level", "reversed", "closes-with-budget",
+        "a-seed-within-margin", "incomplete", "behind-still-closing", "not-above-still-rising", "behind-rising-slowly"])
 def test_an_ordering_at_every_rung_both_reached(a, b, expected):
     assert ordered(of("softmax", **a), of("linear", **b)) is expected
 
