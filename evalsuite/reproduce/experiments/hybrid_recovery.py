@@ -4,8 +4,10 @@ pure linear fails (docs/FINDINGS.md; Zoology; DeltaNet hybrids; 3:1 production h
 CPU setting (issue 62: where the state binds): every elu+1 layer, in the pure model and in the
 hybrids (two mixer layers, width 64), has d_k = d_v = 8 (``feature_dim``, ``value_dim``), in the
 binding setting (``settings.bind_base``), read at D = 16: the trained argmax probe holds about 2
-pairs at (8, 8), so pure elu+1 fails for want of state, and its failure stands beside elu+1 at
-(32, 32) (16x the state, which holds more than 16) and softmax, its controls (``failure_guard``).
+pairs at (8, 8), so pure elu+1 should fail for want of state, and its failure stands beside elu+1
+at (32, 32) (16x the state, which holds more than 16) and softmax, its controls (``failure_guard``).
+"Fails" is the protocol's failure: below softmax at every rung both reached *and* settled (the next
+rung moved no seed by 0.05); a shortfall whose cell still moves at the ladder's top is not one.
 Paper scale: head-size query/key, as published. The earlier CPU setting (d' = 4, value size 64) is
 what docs/RESULTS.md shows until the reproduction is regenerated."""
 from __future__ import annotations
@@ -37,13 +39,17 @@ def verdict(cells, probes, p, judge):
     rec = {h.label: (h.acc - lin.acc) / gap if gap > 0 else math.nan for h in hybrids}
     figures.append("share of the elu+1-to-softmax gap recovered: " + ", ".join(f"{k} {v:.0%}" for k, v in rec.items()))
     top = max(hybrids, key=lambda h: h.val)  # the pattern chosen by validation, then read on test
-    fails = True if above(soft, lin) else None
+    shortfall = above(soft, lin)
+    fails = True if shortfall and lin.settled else None  # "fails": the protocol's failure, not a shortfall alone
+    if shortfall and not lin.settled:
+        figures.append("pure elu+1 falls short of softmax at every rung both reached, but is not a settled failure "
+                       "(more budget must move no seed by 0.05): " + "; ".join(lin.unsettled()))
     if fails and larger is not None and (why := failure_guard(lin, soft, larger)):
         fails = None  # where the design has the larger-state control (the CPU scale), a failure stands beside it
         figures.append(f"pure elu+1 falls short of softmax, but not as a failure of state: {why}")
     recovers = (True if rec[top.label] >= RECOVERED and top.learned
                 else False if all(h.settled_below(lin.acc + RECOVERED * gap) for h in hybrids) else None)
-    return judge.decide(figures, {"pure elu+1 falls short of softmax at every rung both reached": fails,
+    return judge.decide(figures, {"pure elu+1 fails (below softmax at every rung both reached, settled)": fails,
                                   f"a hybrid recovers >= {RECOVERED:.0%} of the gap": recovers}, unsettled(cs),
                         can_run=runnable(cs))
 
