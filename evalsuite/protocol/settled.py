@@ -64,7 +64,7 @@ def climb(cell) -> tuple[int | None, list[str]]:
         if _at_ceiling(cell, k):
             return k, []  # this rung takes every seed to the ceiling: final there
         gains = cell.gains_at(k)
-        rose = {s: g for s, g in gains.items() if g >= MAX_GAIN}
+        rose = moved_up(gains)
         fell = {s: g for s, g in gains.items() if g <= -MAX_GAIN}
         under = [r.seed for r in cell.rung_runs(k) if r.metrics.get("undertrained")]
         if not rose and not fell and not under:
@@ -82,6 +82,11 @@ def climb(cell) -> tuple[int | None, list[str]]:
             return None, lack  # the last rung moved it: no rung left
         moved = lack
     return None, moved
+
+
+def moved_up(gains: dict[int, float]) -> dict[int, float]:
+    """The seeds (seed -> gain) a rung moved up by ``MAX_GAIN`` or more: still moving."""
+    return {s: g for s, g in gains.items() if g >= MAX_GAIN}
 
 
 def _cut_note(cell, k: int, missing: list[int]) -> str:

@@ -74,9 +74,11 @@ class Cell(Ladder):
         """The done runs of ``runs`` whose configuration has every dotted path of ``where`` at its
         value (None: absent, as a late field at its default is stored), less those an older plateau
         rule cut short (``protocol.cut_short``: their rung runs again)."""
-        mine = [r for r in runs if r.ok and matches(r, where)]
-        return cls(label, dict(where), [r for r in mine if not cut_short(r.metrics)], metric,
-                   [r for r in mine if cut_short(r.metrics)])
+        kept, cut = [], []
+        for r in runs:
+            if r.ok and matches(r, where):
+                (cut if cut_short(r.metrics) else kept).append(r)
+        return cls(label, dict(where), kept, metric, cut)
 
     # --- budgets, rates, seeds ----------------------------------------------------------------
     @property

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import math
 
-from evalsuite.protocol import CEILING, LADDER, MARGIN, MAX_GAIN, MIN_SEEDS, seeds_above
+from evalsuite.protocol import CEILING, LADDER, MARGIN, MIN_SEEDS, seeds_above
+from evalsuite.protocol.settled import moved_up
 from evalsuite.records import TARGET_ACCURACY
 
 from .cells import Cell
@@ -118,7 +119,7 @@ def rises(cell: Cell, k: int) -> dict[int, float]:
     is its ceiling figure standing in."""
     if k == 0 or not cell.on_every_seed(k):
         return {}
-    return {s: g for s, g in cell.gains_at(k).items() if g >= MAX_GAIN}
+    return moved_up(cell.gains_at(k))
 
 
 def closing(a: Cell, b: Cell, k: int, fa: dict, fb: dict, *, above: bool, margin: float = MARGIN) -> bool:
