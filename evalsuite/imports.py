@@ -100,7 +100,7 @@ def check_data(data: Any, option: str, path) -> dict:
     if schema > REPORT_SCHEMA:
         raise ImportRefused(f"{option}: {path} was written by a newer evalsuite (report schema {schema}; this one reads "
                             f"up to {REPORT_SCHEMA}); upgrade evalsuite")
-    for name, kind in (("runs", list), ("probes", list), ("verdicts", list), ("members", dict)):
+    for name, kind in (("runs", list), ("probes", list), ("verdicts", list), ("members", dict), ("segments", list)):
         value = data.get(name)
         if name == "runs" and not isinstance(value, list):
             raise ImportRefused(f"{option}: {path}: its runs are {type(value).__name__}, not a list of run records")
@@ -154,6 +154,21 @@ def verdicts(raw: list | None, option: str, path) -> list[Verdict]:
     except ValidationError as err:
         e = err.errors()[0]
         raise ImportRefused(f"{option}: {path}: a verdict: {'.'.join(map(str, e['loc']))}: {e['msg']}") from None
+
+
+def segments(raw: list | None, option: str, path) -> list:
+    """The segments a reproduce report embeds (``evalsuite.segments.SegmentRecord``), ids unique."""
+    from evalsuite.segments import SegmentRecord
+
+    try:
+        out = [SegmentRecord.model_validate(s) for s in raw or []]
+    except ValidationError as err:
+        e = err.errors()[0]
+        raise ImportRefused(f"{option}: {path}: a segment: {'.'.join(map(str, e['loc']))}: {e['msg']}") from None
+    ids = [s.segment_id for s in out]
+    if len(set(ids)) != len(ids):
+        raise ImportRefused(f"{option}: {path}: two segments share an id; refused (which one is right cannot be told)")
+    return out
 
 
 def members(raw: dict | None, known: set[str], option: str, path) -> dict[str, list[str]]:

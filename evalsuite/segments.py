@@ -4,6 +4,7 @@ wall time per segment is read from the store (`evalsuite reproduce --segments`),
 one killed outright (SIGKILL, a machine gone) still reads as killed at its last heartbeat."""
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import sys
@@ -77,9 +78,29 @@ def end(store: Store, segment_id: int, status: str) -> None:
                      (status, time.time(), time.time(), segment_id))
 
 
+def restore(store: Store, records: list[SegmentRecord]) -> None:
+    """Write segments that another store recorded (a report's embedded ``segments``: ``evalsuite
+    reproduce --verdicts-from REPORT --rebuild-store STORE``) into ``store`` under their own ids, so
+    that a reproduction carried from one machine to the next by its committed report lists every
+    segment it ran and the next one continues the numbering. Their run counts are kept as recorded
+    (column ``runs``, added here when missing: an older evalsuite ignores it), since the imported
+    runs carry the time of the import, not of their end. (A report ends a segment still running
+    when it was written at that time, and says so in its status.)"""
+    with store.connect() as conn:
+        if "runs" not in {r[1] for r in conn.execute("PRAGMA table_info(segments)")}:
+            conn.execute("ALTER TABLE segments ADD COLUMN runs TEXT")
+        conn.executemany(
+            "INSERT INTO segments (segment_id, command, version, git_commit, host, pid, started_at, heartbeat, ended_at, "
+            "status, limit_minutes, runs) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?)",
+            [(s.segment_id, s.command, s.version, s.git_commit, s.host, s.started_at, s.ended_at or s.started_at,
+              s.ended_at, "killed" if s.status == "running" else s.status, s.limit_minutes, json.dumps(s.runs))
+             for s in records])
+
+
 def read(store: Store) -> list[SegmentRecord]:
     """Every segment the store records, oldest first; one that stopped beating without an end reads
-    as killed, ended at its last heartbeat (as a run's claim reads stale)."""
+    as killed, ended at its last heartbeat (as a run's claim reads stale). A segment restored from a
+    report (``restore``) keeps the run counts it recorded."""
     if not store.path.exists():
         return []
     with store.connect(create=False) as conn:
@@ -91,8 +112,9 @@ def read(store: Store) -> list[SegmentRecord]:
             stop, status = row["ended_at"], row["status"]
             if status == "running" and not process_alive(row["pid"], row["host"], row["heartbeat"]):
                 stop, status = row["heartbeat"], "killed"
-            counts = conn.execute("SELECT status, COUNT(*) FROM runs WHERE finished_at >= ? AND finished_at <= ? "
-                                  "GROUP BY status", (row["started_at"], stop or time.time())).fetchall()
+            counts = json.loads(row["runs"]).items() if row.get("runs") else conn.execute(
+                "SELECT status, COUNT(*) FROM runs WHERE finished_at >= ? AND finished_at <= ? GROUP BY status",
+                (row["started_at"], stop or time.time())).fetchall()
             out.append(SegmentRecord(segment_id=row["segment_id"], command=row["command"], version=row["version"],
                                      git_commit=row["git_commit"], host=row["host"], started_at=row["started_at"],
                                      ended_at=stop, status=status, limit_minutes=row["limit_minutes"],

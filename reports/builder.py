@@ -214,13 +214,15 @@ def embedded_json(text: str, option: str = "--verdicts-from", path="the report")
 def read_embedded(path: str | Path, option: str = "--verdicts-from") -> dict:
     """A report's embedded data (``#evalsuite-data``): ``runs`` (``RunRecord``, each checked as the
     suite checks its own: ``evalsuite.imports``), ``members``, ``probes`` (a DataFrame, empty
-    without probes) and ``verdicts`` (``Verdict``), as the report was built from."""
+    without probes), ``verdicts`` (``Verdict``) and ``segments`` (``SegmentRecord``; none in a report
+    from before they were embedded), as the report was built from."""
     text = imports.read_report(path, option)
     data = embedded_json(text, option, path)
     runs = imports.runs(data["runs"], option, path)
     return {"runs": runs, "members": imports.members(data.get("members"), {r.run_id for r in runs}, option, path),
             "probes": pd.DataFrame(data.get("probes") or []),
             "verdicts": imports.verdicts(data.get("verdicts"), option, path),
+            "segments": imports.segments(data.get("segments"), option, path),
             "shown": shown_verdicts(text), "schema": data.get("schema", 1)}
 
 
@@ -238,7 +240,8 @@ def embedded_runs(runs: list[RunRecord], compact: bool = False,
 
 def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes: pd.DataFrame | None = None,
            plot_format: str = "png", verdicts: list[Verdict] | None = None, compact: bool = False,
-           analyses: dict[str, Iterable[str]] | None = None, members: dict[str, list[str]] | None = None) -> str:
+           analyses: dict[str, Iterable[str]] | None = None, members: dict[str, list[str]] | None = None,
+           segments: list | None = None) -> str:
     """``runs``: run records. ``probes``: capacity-probe rows (``evalsuite.analysis.capacity_probe``
     output, several memories). ``verdicts``: a reproduction's verdicts (their section leads the
     report). ``compact``: for a report that is committed or mailed; each run keeps its row (status,
@@ -255,7 +258,9 @@ def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes
     embedded so that ``--verdicts-from`` judges each experiment from exactly those runs. Every
     report, compact or not, embeds each run's learning curve (``records.thin_history``), which the
     page draws in the run's row and, for a reproduction, beside each verdict (the curves of the
-    seeds of every cell it read)."""
+    seeds of every cell it read). ``segments``: the store's segments (``evalsuite.segments.SegmentRecord``),
+    listed under the verdicts and embedded, so that a reproduction carried to another machine by its
+    committed report (``--rebuild-store``) keeps its wall time per segment."""
     if plot_format not in PLOT_FORMATS:
         raise ValueError(f"plot_format must be one of {PLOT_FORMATS}, got {plot_format!r}")
     runs = list(runs)
@@ -279,7 +284,10 @@ def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes
         sections=[{"id": s.id, "title": s.title, "template": s.template, "data": d, "leads": s.leads} for s, d in built if d],
         raw_json=_embed({"schema": imports.REPORT_SCHEMA, "runs": raw, "members": members or {},
                          "probes": None if probes is None else _clean(probes.to_dict("records")),
-                         "verdicts": [v.model_dump(mode="json") for v in verdicts or []]}, compact),
+                         "verdicts": [v.model_dump(mode="json") for v in verdicts or []],
+                         "segments": [s.model_dump(mode="json") for s in segments or []]}, compact),
+        segments=[s.line() for s in segments or []],
+        segment_minutes=sum(s.minutes or 0 for s in segments or []),
         compact=compact, scalar_metrics=SCALAR_METRICS,
     )
     return _env.get_template("report.html.j2").render(**context)

@@ -84,6 +84,7 @@ def reproduce(names, scale, list_only, plan_only, executor, workers, address, de
     from evalsuite import sweep as sweeps
     from evalsuite.executors import get_executor
     from evalsuite.reports import builder
+    from evalsuite.segments import read as recorded_segments
 
     if smoke:
         for flag, given in (("--verdicts-only", verdicts_only), ("--verdicts-from", from_report),
@@ -145,7 +146,8 @@ def reproduce(names, scale, list_only, plan_only, executor, workers, address, de
             analyses.setdefault(r.run_id, set()).update(e.analyses)
     path = builder.write(runs, output, title=f"evalsuite: reproducing the literature ({scale} scale)",
                          probes=store.probes(), verdicts=verdicts, compact=compact, analyses=analyses,
-                         members={name: sorted(r.run_id for r in rs) for name, rs in per_experiment.items()})
+                         members={name: sorted(r.run_id for r in rs) for name, rs in per_experiment.items()},
+                         segments=_segments_now(recorded_segments(store)))
     click.echo(f"report   {path} ({path.stat().st_size / 2**20:.1f} MiB, {len(runs)} runs)")
     from evalsuite.reports.results_md import results_markdown
 
@@ -159,6 +161,16 @@ def reproduce(names, scale, list_only, plan_only, executor, workers, address, de
         files.write_text(target, text)
         click.echo(f"results  {target}")
     _write_figures(figures, verdicts, per_experiment, store.probes())
+
+
+def _segments_now(segments: list) -> list:
+    """The segments as a report embeds them: one still running (another driver's, or this one's
+    when the report is written inside it) ends, for the report, now, and says so."""
+    import time
+
+    now = time.time()
+    return [s if s.ended_at is not None else s.model_copy(update={"ended_at": now, "status": "still running when the "
+                                                                  "report was written"}) for s in segments]
 
 
 def _segments(store_path, names, *others) -> None:
@@ -246,7 +258,8 @@ def _verdicts_from(report: str, experiments, scale: str, results_path: str | Non
     _write_figures(figures, verdicts, runs_of, data["probes"])
     if rebuild:
         store = _rebuild(Path(rebuild).expanduser(), data)
-        click.echo(f"store    {store.path} ({len(data['runs'])} runs from {report}; judge them with "
+        click.echo(f"store    {store.path} ({len(data['runs'])} runs and {len(data['segments'])} segment{'s' * (len(data['segments']) != 1)} from {report}; "
+                   "judge them with "
                    f"`evalsuite reproduce {' '.join(names)} --verdicts-only --store {store.path}`)".replace("  --", " --"))
 
 
@@ -259,6 +272,7 @@ def _rebuild(path, data):
 
     from evalsuite.errors import Interrupted
     from evalsuite.reproduce.runner import import_runs
+    from evalsuite.segments import restore
     from evalsuite.store import Store
 
     common.open_store(str(path))  # the checks a store path gets (a folder, another program's file)
@@ -266,6 +280,7 @@ def _rebuild(path, data):
     try:
         store = Store(partial, option="--rebuild-store")
         import_runs(store, data["runs"], data["probes"])
+        restore(store, data["segments"])
         with store.connect() as conn:  # fold the write-ahead log in, so that the one file is the store
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         os.replace(partial, path)

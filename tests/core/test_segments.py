@@ -116,3 +116,57 @@ def test_reproduce_records_its_invocation_as_a_segment(tmp_path, monkeypatch):
     assert "segment  1 of this store" in res.output and "run the same command again to resume" in res.output
     (rec,) = segments.read(store)
     assert rec.status == "ended at its limit" and rec.limit_minutes == 5 and rec.runs == {"done": 1}
+
+
+def test_segments_travel_with_the_report_into_a_rebuilt_store(tmp_path, monkeypatch):
+    """A reproduction carried from one machine to the next by its committed report keeps its wall time
+    per segment: the report embeds the store's segments (one still running ends at the report's time
+    and says so), `--rebuild-store` writes them under their own ids with the run counts they recorded
+    (the imported runs carry the time of the import, which would count them all in none), and the
+    next segment in the rebuilt store continues the numbering."""
+    from evalsuite import reproduce as rep
+    from evalsuite.reports import builder
+
+    store = Store(tmp_path / "s.db")
+    calls = []
+
+    def run_experiments(experiments, scale, store_, **kwargs):
+        calls.append(1)
+        _finished(store_, f"r{len(calls)}")
+        _finished(store_, f"f{len(calls)}", "failed")
+        return False
+
+    monkeypatch.setattr(rep, "run_experiments", run_experiments)
+    report = tmp_path / "r.html"
+    for _ in range(2):
+        res = CliRunner().invoke(main, ["reproduce", "copy", "--segment-minutes", "5", "--store", str(store.path),
+                                        "--device", "cpu", "--compact", "-o", str(report)])
+        assert res.exit_code == 0, res.output
+    segments.start(store, "evalsuite reproduce copy (another driver)", 60, "0.1.0", None)  # running, alive
+    res = CliRunner().invoke(main, ["reproduce", "copy", "--verdicts-only", "--compact", "--store", str(store.path),
+                                    "-o", str(report)])
+    assert res.exit_code == 0, res.output
+    embedded = builder.read_embedded(report)["segments"]
+    assert [s.segment_id for s in embedded] == [1, 2, 3]
+    assert embedded[2].status == "still running when the report was written" and embedded[2].ended_at is not None
+    assert "Segments: 3," in report.read_text()
+    rebuilt = tmp_path / "rebuilt" / "evalsuite.db"
+    res = CliRunner().invoke(main, ["reproduce", "copy", "--verdicts-from", str(report), "--rebuild-store", str(rebuilt)])
+    assert res.exit_code == 0 and "3 segments from" in res.output, res.output
+    again = segments.read(Store(rebuilt))
+    assert [s.line() for s in again] == [s.line() for s in embedded]  # counts as recorded, not recounted
+    assert again[0].runs == {"done": 1, "failed": 1} and again[1].runs == {"done": 1, "failed": 1}
+    with Segment(Store(rebuilt), 5) as seg:
+        pass
+    assert seg.segment_id == 4
+
+
+def test_a_report_whose_segments_are_malformed_is_refused(tmp_path):
+    from evalsuite.imports import ImportRefused, segments as imported
+
+    good = {"segment_id": 1, "command": "evalsuite reproduce", "started_at": 1.0, "status": "done"}
+    assert imported([good], "--verdicts-from", "r.html")[0].segment_id == 1 and imported(None, "-", "r") == []
+    with pytest.raises(ImportRefused, match="a segment: started_at"):
+        imported([{**good, "started_at": "noon"}], "--verdicts-from", "r.html")
+    with pytest.raises(ImportRefused, match="share an id"):
+        imported([good, good], "--verdicts-from", "r.html")
