@@ -319,7 +319,7 @@ class Progress:
     TICK_S = 60.0
 
     def __init__(self, total: int, echo, labels: dict[str, str] | None = None):
-        self.total, self.done, self.failed, self.echo = total, 0, 0, echo
+        self.total, self.done, self.failed, self.interrupted, self.echo = total, 0, 0, 0, echo
         self.labels = labels or {}  # run id -> the swept values that make its point
         self.start = time.perf_counter()
 
@@ -345,7 +345,9 @@ class Progress:
 
     def update(self, result: RunRecord) -> None:
         self.done += 1
-        self.failed += not result.ok
+        # a run a segment's end (or a signal) stopped is not a failure: the next invocation resumes it
+        self.interrupted += result.status is Status.INTERRUPTED
+        self.failed += not result.ok and result.status is not Status.INTERRUPTED
         elapsed = time.perf_counter() - self.start
         eta = elapsed / self.done * (self.total - self.done)
         acc, floor = result.metric("accuracy"), floor_of(result.metrics)
@@ -356,8 +358,12 @@ class Progress:
         point = self.labels.get(result.run_id)
         self.echo(f"[{self.done}/{self.total}] {result.status.value:<8} {result.model} on {result.task}"
                   + (f" [{point}]" if point else "")
-                  + f" ({result.run_id}) {detail}  | {self.failed} failed, {elapsed:.0f} s elapsed, ETA {eta:.0f} s")
+                  + f" ({result.run_id}) {detail}  | {self._ended()}, {elapsed:.0f} s elapsed, ETA {eta:.0f} s")
+
+    def _ended(self) -> str:
+        return f"{self.failed} failed" + (f", {self.interrupted} interrupted (resumed by the next invocation)"
+                                          if self.interrupted else "")
 
     def close(self) -> None:
         self.echo(f"finished {self.done} runs in {time.perf_counter() - self.start:.0f} s of training (from the first "
-                  f"run's start; start-up and the report are not counted), {self.failed} failed")
+                  f"run's start; start-up and the report are not counted), {self._ended()}")

@@ -347,3 +347,19 @@ def test_a_sweep_says_how_far_it_is_while_runs_are_in_flight():
     assert n >= 2 and all(x.startswith("... 0 of 3 runs done, 3 left") for x in lines)
     time.sleep(0.15)
     assert len(lines) == n  # it stops with its block
+
+
+def test_a_sweep_s_progress_counts_interrupted_runs_apart_from_failed_ones():
+    """A run a segment's end stopped is resumed by the next invocation, not a failure: the progress
+    lines and the closing line say which is which."""
+    from evalsuite.sweep import Progress
+
+    lines = []
+    progress = Progress(3, lines.append)
+    config = {"task": {"name": "recall"}, "model": {"name": "linear"}, "seed": 0}
+    for status in ("done", "interrupted", "failed"):
+        progress.update(RunRecord(run_id=status, config=config, status=status, metrics={"accuracy": 0.5}))
+    progress.close()
+    assert "| 0 failed, " in lines[0] and "| 0 failed, 1 interrupted (resumed by the next invocation)," in lines[1]
+    assert "| 1 failed, 1 interrupted" in lines[2] and lines[3].endswith("1 failed, 1 interrupted (resumed by the "
+                                                                         "next invocation)")
