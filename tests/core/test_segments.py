@@ -149,7 +149,7 @@ def test_segments_travel_with_the_report_into_a_rebuilt_store(tmp_path, monkeypa
     embedded = builder.read_embedded(report)["segments"]
     assert [s.segment_id for s in embedded] == [1, 2, 3]
     assert embedded[2].status == "still running when the report was written" and embedded[2].ended_at is not None
-    assert "Segments: 3," in report.read_text()
+    assert "Segments: 3 segments," in report.read_text()
     rebuilt = tmp_path / "rebuilt" / "evalsuite.db"
     res = CliRunner().invoke(main, ["reproduce", "copy", "--verdicts-from", str(report), "--rebuild-store", str(rebuilt)])
     assert res.exit_code == 0 and "3 segments from" in res.output, res.output
