@@ -50,6 +50,9 @@ def rejudged(repo_root) -> dict[str, str]:
     ("induction-25/reproduce-induction.html", {"induction-extrapolation"}, "3 of 3 seeds learned"),
     ("capacity-law-26/reproduce-capacity-law.html", {"capacity-law"}, "softmax (control) at 0.95 or above at every D: yes"),
     ("capacity-argmax/report.html", {"capacity-argmax", "capacity-trained"}, "n*"),
+    # issue 62's store, carried between machines by this report (docs/reset-62.md)
+    ("reset-62.html", {"capacity-argmax", "capacity-trained", "linear-width", "delta-vs-linear", "hybrid-recovery",
+                       "jrt"}, ""),
     ("reproduce-cpu.html", {e.name for e in rep.all_experiments()} - NEW, "")])  # every experiment, each by its own runs
 def test_the_committed_reports_import_and_are_judged_again_by_todays_rules(repo_root, path, names, shows):
     """The committed reports (real runs, written under earlier rules) still import, every run checked,
@@ -250,3 +253,11 @@ def test_a_compact_report_rederives_a_mixed_d_verdict_with_each_ds_own_floor(tmp
     again = rep.get("capacity-trained").judge(data["runs"], data["probes"], "cpu")
     assert again.figures == shown.figures and again.status == shown.status
     assert "D=32 " in " ".join(again.figures) and "(floor 0.031)" in " ".join(again.figures)  # 1/32
+
+
+def test_issue_62s_committed_report_carries_its_segments(repo_root):
+    """docs/reset-62.html is how issue 62's store goes from one machine to the next
+    (`--rebuild-store`): it holds the segments it was run in, each ended, with its wall time."""
+    segments = builder.read_embedded(repo_root / "docs" / "reset-62.html")["segments"]
+    assert segments and all(s.ended_at is not None and s.minutes > 0 for s in segments)
+    assert [s.segment_id for s in segments] == list(range(1, len(segments) + 1))
