@@ -181,3 +181,49 @@ def members(raw: dict | None, known: set[str], option: str, path) -> dict[str, l
             raise ImportRefused(f"{option}: {path}: {name!r} lists run {stray[0]}, which the report does not hold")
         out[str(name)] = ids
     return out
+
+
+def merge(reports: list[tuple[str, dict]]) -> dict:
+    """Several reports' embedded data (``reports.builder.read_embedded``, in the order given) as one,
+    for ``--verdicts-from A --verdicts-from B`` (and ``--rebuild-store``, which seeds one store from
+    several committed reports). A run held by more than one keeps the copy with a learning curve,
+    else the first report's; ``conflicts`` counts the runs whose copies differ otherwise (the same
+    configuration trained on another machine can differ in its last digits). An experiment's members,
+    verdict and shown outcome come from the first report that names it. Segments from several stores
+    are listed in the order they started and numbered again from 1 (a store numbers its own: two
+    reports' ids would collide); one segment embedded twice (the same start and command) is one.
+    Probes: every distinct row."""
+    import pandas as pd
+
+    if len(reports) == 1:
+        return {**reports[0][1], "conflicts": 0}
+    runs: dict[str, RunRecord] = {}
+    conflicts = 0
+    members: dict[str, list[str]] = {}
+    verdicts: dict[str, Verdict] = {}
+    shown: dict[str, str] = {}
+    segments: dict[tuple, Any] = {}
+    for _, data in reports:
+        for r in data["runs"]:
+            kept = runs.get(r.run_id)
+            if kept is None:
+                runs[r.run_id] = r
+                continue
+            if kept.model_dump(mode="json", exclude={"history"}) != r.model_dump(mode="json", exclude={"history"}):
+                conflicts += 1
+            if not kept.history and r.history:
+                runs[r.run_id] = r
+        for name, ids in data["members"].items():
+            members.setdefault(name, ids)
+        for v in data["verdicts"]:
+            verdicts.setdefault(v.name, v)
+        for name, outcome in data["shown"].items():
+            shown.setdefault(name, outcome)
+        for s in data["segments"]:
+            segments.setdefault((s.started_at, s.command), s)
+    ordered = sorted(segments.values(), key=lambda s: s.started_at)
+    probes = [d["probes"] for _, d in reports if len(d["probes"])]
+    return {"runs": list(runs.values()), "members": members, "verdicts": list(verdicts.values()), "shown": shown,
+            "segments": [s.model_copy(update={"segment_id": i}) for i, s in enumerate(ordered, 1)],
+            "probes": pd.concat(probes, ignore_index=True).drop_duplicates(ignore_index=True) if probes
+            else pd.DataFrame(), "schema": min(d["schema"] for _, d in reports), "conflicts": conflicts}

@@ -288,6 +288,8 @@ def render(runs: Iterable[RunRecord], title: str = "evalsuite report", *, probes
                          "segments": [s.model_dump(mode="json") for s in segments or []]}, compact),
         segments=[s.line() for s in segments or []],
         segment_minutes=sum(s.minutes or 0 for s in segments or []),
+        # runs finished without a learning curve: imported from a report that did not carry curves
+        no_curve=sum(r.status is Status.DONE and not r.history for r in runs),
         compact=compact, scalar_metrics=SCALAR_METRICS,
     )
     return _env.get_template("report.html.j2").render(**context)

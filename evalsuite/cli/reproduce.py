@@ -19,12 +19,15 @@ from evalsuite.cli.app import main
 @click.option("--verdicts-only", is_flag=True, help="judge what the store holds; run nothing (the store is only read)")
 @click.option("-o", "--output", default=None, type=click.Path(),
               help="reproduction report [default: reports/reproduce-SCALE.html beside the store]")
-@click.option("--verdicts-from", "from_report", default=None, type=click.Path(exists=True, dir_okay=False),
+@click.option("--verdicts-from", "from_report", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="judge the runs embedded in this reproduce report (no store): re-derive a published report's "
-                   "verdicts with this version's rules")
+                   "verdicts with this version's rules. Repeat it to read several reports as one (a run in more "
+                   "than one keeps the copy with a learning curve, else the first report's; an experiment is "
+                   "judged from the first report that names it)")
 @click.option("--rebuild-store", "rebuild", default=None, type=click.Path(dir_okay=False),
-              help="with --verdicts-from: also write the report's embedded runs and probes into this new store "
-                   "(it must not exist), where `--verdicts-only --store PATH` judges them again")
+              help="with --verdicts-from: also write the report's embedded runs, probes and segments into this new store "
+                   "(it must not exist), where `--verdicts-only --store PATH` judges them again and a reproduction "
+                   "goes on; with several reports, all of theirs (one store seeded from several committed reports)")
 @click.option("--results", "results_path", default=None, type=click.Path(),
               help="also write the verdicts as Markdown here (the committed copy: docs/RESULTS.md) "
                    "[always written: reports/RESULTS-SCALE.md beside the store]")
@@ -230,7 +233,7 @@ def _write_figures(folder, verdicts, runs_by_experiment, probes) -> None:
                    "the frontier, capacity-argmax and capacity-trained)")
 
 
-def _verdicts_from(report: str, experiments, scale: str, results_path: str | None, names, rebuild: str | None,
+def _verdicts_from(reports: tuple[str, ...], experiments, scale: str, results_path: str | None, names, rebuild: str | None,
                    figures=None) -> None:
     from pathlib import Path
 
@@ -240,10 +243,21 @@ def _verdicts_from(report: str, experiments, scale: str, results_path: str | Non
     target = files.check_output(results_path, "--results") if results_path else None
     if rebuild and Path(rebuild).expanduser().exists():
         raise common.BadInput(f"--rebuild-store: {rebuild} exists; give a new path (a store is never written over)")
-    data = builder.read_embedded(report)
+    from evalsuite.imports import merge
+
+    data = merge([(r, builder.read_embedded(r)) for r in reports])
+    report = " and ".join(reports)
+    given = " ".join(f"--verdicts-from {r}" for r in reports)
     shown = {v.name: v.status.value for v in data["verdicts"]} or data["shown"]
     runs_of = {e.name: _members(data, e, scale) for e in experiments}
     verdicts = [e.judge(runs_of[e.name], data["probes"], scale) for e in experiments]
+    no_curve = sum(not r.history for r in data["runs"])
+    if no_curve or data["conflicts"]:
+        click.echo(f"runs     {len(data['runs'])} from {report}"
+                   + (f"; {no_curve} without a learning curve (their report did not carry it: read, never drawn)"
+                      if no_curve else "")
+                   + (f"; {data['conflicts']} held by several reports with copies that differ (the copy with a curve "
+                      "kept, else the first report's)" if data["conflicts"] else ""))
     width = max(len(v.name) for v in verdicts) + 1
     for v in verdicts:
         was = shown.get(v.name)
@@ -253,7 +267,7 @@ def _verdicts_from(report: str, experiments, scale: str, results_path: str | Non
         files.write_text(target, results_markdown(
             verdicts, scale=scale, shown=shown, shown_label="as the report showed it (the rules it was made with)",
             source=f"the runs embedded in {report}", title=f"The runs of {report} judged by this version's rules",
-            command=f"evalsuite reproduce {' '.join(names)} --verdicts-from {report}".replace("  ", " ")))
+            command=f"evalsuite reproduce {' '.join(names)} {given}".replace("  ", " ")))
         click.echo(f"results  {target}")
     _write_figures(figures, verdicts, runs_of, data["probes"])
     if rebuild:
