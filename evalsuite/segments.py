@@ -17,13 +17,18 @@ from evalsuite.errors import Interrupted
 from evalsuite.store import HEARTBEAT_S, HOST, Store, process_alive
 from evalsuite.store_file import StoreError
 
+# what a run held back at a segment's end (never started in it) is marked with: the segment that held
+# it back does not count it among the runs that finished in it (the one that runs it does)
+HELD_BACK = "not started: the segment ended (--segment-minutes); the next invocation runs it"
+
 
 class SegmentRecord(BaseModel):
     """One invocation of a long command (``evalsuite reproduce``) against a store: when it ran, how
     it ended, what it was. ``status``: running, done (nothing left to run), ended at its limit
     (``--segment-minutes``), interrupted (Ctrl-C, SIGTERM), failed, or killed: it stopped beating
     without recording an end (SIGKILL, a machine gone), its end then being its last heartbeat.
-    ``runs``: the store's runs that finished while it ran, by status (another driver's included)."""
+    ``runs``: the store's runs that finished while it ran, by status (another driver's included; not
+    those it held back at its end without starting them, ``HELD_BACK``)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -113,8 +118,9 @@ def read(store: Store) -> list[SegmentRecord]:
             if status == "running" and not process_alive(row["pid"], row["host"], row["heartbeat"]):
                 stop, status = row["heartbeat"], "killed"
             counts = json.loads(row["runs"]).items() if row.get("runs") else conn.execute(
-                "SELECT status, COUNT(*) FROM runs WHERE finished_at >= ? AND finished_at <= ? GROUP BY status",
-                (row["started_at"], stop or time.time())).fetchall()
+                "SELECT status, COUNT(*) FROM runs WHERE finished_at >= ? AND finished_at <= ? "
+                "AND NOT (status = 'interrupted' AND COALESCE(error, '') = ?) GROUP BY status",
+                (row["started_at"], stop or time.time(), HELD_BACK)).fetchall()
             out.append(SegmentRecord(segment_id=row["segment_id"], command=row["command"], version=row["version"],
                                      git_commit=row["git_commit"], host=row["host"], started_at=row["started_at"],
                                      ended_at=stop, status=status, limit_minutes=row["limit_minutes"],

@@ -43,6 +43,7 @@ from evalsuite.resolve import resolve
 from evalsuite.sweep_spec import SweepError, SweepSpec, load_spec  # noqa: F401 - part of this module's interface
 from evalsuite import snapshots
 from evalsuite.heartbeat import Heartbeat
+from evalsuite.segments import HELD_BACK
 from evalsuite.store import Store
 
 NAMED_AXES = ("task", "model", "feature_map", "preset")
@@ -249,7 +250,7 @@ def run_points(points: list[Point], *, name: str, spec: dict, store: Store, exec
     progress.close()
     left = [p.run_id for p in todo if p.run_id not in finished]
     if left:
-        store.interrupt(left, "not started: the segment ended (--segment-minutes); the next invocation runs it")
+        store.interrupt(left, HELD_BACK)
         echo(f"sweep {name}: the segment is over; {len(left)} runs left for the next invocation")
     return {"sweep_id": sid, "points": len(points), "ran": len(finished), "failed": failed, "left": len(left)}
 

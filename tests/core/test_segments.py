@@ -42,6 +42,23 @@ def test_a_segment_records_how_it_ended(tmp_path, how, status):
     assert rec.runs == {"done": 1, "failed": 1} and rec.command.startswith("evalsuite ")
 
 
+def test_runs_held_back_at_a_segments_end_are_not_counted_as_finished_in_it(tmp_path):
+    """A run the segment's end held back (never started: ``HELD_BACK``) is not one that finished in
+    it; one stopped mid-training at the end is (interrupted), and so is one that ran to the end."""
+    store = Store(tmp_path / "s.db")
+    config = {"task": {"name": "recall"}, "model": {"name": "linear"}, "seed": 0}
+    with Segment(store, 30) as seg:
+        _finished(store, "ran")
+        for rid in ("held", "stopped"):
+            store.start(rid, {**config, "seed": len(rid)}, {})
+        store.interrupt(["held"], segments.HELD_BACK)
+        store.interrupt(["stopped"], "the segment ended at step 3,700 of 10,000; its checkpoint is kept")
+        seg.left_work = True
+    (rec,) = segments.read(store)
+    assert rec.runs == {"done": 1, "interrupted": 1}
+    assert "2 runs finished (1 done, 1 interrupted)" in rec.line()
+
+
 def test_a_killed_segment_reads_as_killed_at_its_last_heartbeat(tmp_path):
     store = Store(tmp_path / "s.db")
     sid = segments.start(store, "evalsuite reproduce jrt", 60, "0.1.0", "abc")
